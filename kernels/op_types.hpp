@@ -1,0 +1,36 @@
+// The vocabulary every layer shares: element types and the functions the ops compute.
+// Plain enums with fixed underlying values: they travel inside device descriptors.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gridflow {
+
+enum class DType : std::uint32_t { f32 = 0, i32 = 1 };
+
+// Graph-level operation kinds.
+enum class OpKind : std::uint32_t { reduce = 0, scan = 1, softmax = 2 };
+
+enum class ReduceFn : std::uint32_t { sum = 0, max = 1, min = 2, argmax = 3 };
+enum class ScanFn : std::uint32_t { sum = 0, max = 1 };
+
+// Whether an op treats its view as one range (`all`) or row by row (`row`).
+enum class Axis : std::uint32_t { all = 0, row = 1 };
+
+constexpr std::size_t dtype_size(DType) { return 4; }
+
+std::string_view to_string(DType);
+std::string_view to_string(OpKind);
+std::string_view to_string(ReduceFn);
+std::string_view to_string(ScanFn);
+std::string_view to_string(Axis);
+
+std::optional<DType> parse_dtype(std::string_view);
+std::optional<OpKind> parse_op_kind(std::string_view);
+std::optional<ReduceFn> parse_reduce_fn(std::string_view);
+std::optional<ScanFn> parse_scan_fn(std::string_view);
+std::optional<Axis> parse_axis(std::string_view);
+
+} // namespace gridflow

@@ -1,0 +1,43 @@
+// Typed run configuration shared by every backend: how dependencies are enforced and how tiles are claimed.
+// Every report prints these, so a number always says how it was made.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gridflow {
+
+// How the executor enforces dependencies between tasks.
+enum class SyncMode : std::uint32_t {
+  grid_sync = 0, // levels separated by cooperative_groups::this_grid().sync() (CPU: the gridflow barrier)
+  barrier = 1,   // levels separated by gridflow's own grid barrier
+  flags = 2,     // per-task / per-tile completion counters: release on signal, acquire on wait
+  sentinel = 3,  // data as the flag: consumers poll the values they read (f32 outputs); counters elsewhere
+};
+inline constexpr SyncMode kAllSyncModes[] = {SyncMode::grid_sync, SyncMode::barrier, SyncMode::flags,
+                                             SyncMode::sentinel};
+
+// True for the modes that run the graph level by level with a grid barrier in between.
+constexpr bool is_level_mode(SyncMode m) { return m == SyncMode::grid_sync || m == SyncMode::barrier; }
+
+// How a block finds its next tile.
+enum class Schedule : std::uint32_t {
+  dynamic = 0, // atomic ticket over the tiles in topological order
+  static_list = 1, // per-block lists computed by the host (list scheduling by estimated cost, locality first)
+};
+
+// Where sentinel mode pre-fills producer outputs with the sentinel payload.
+enum class SentinelFill : std::uint32_t {
+  kernel = 0, // the megakernel's prologue (one grid barrier), no extra launch
+  submit = 1, // a fill kernel on the stream before the megakernel
+};
+
+std::string_view to_string(SyncMode);
+std::string_view to_string(Schedule);
+std::string_view to_string(SentinelFill);
+std::optional<SyncMode> parse_sync_mode(std::string_view);
+std::optional<Schedule> parse_schedule(std::string_view);
+std::optional<SentinelFill> parse_sentinel_fill(std::string_view);
+
+} // namespace gridflow

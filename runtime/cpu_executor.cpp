@@ -1,0 +1,146 @@
+#include "runtime/cpu_executor.hpp"
+
+#include "runtime/cpu_ops.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/interpreter.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <new>
+#include <thread>
+
+namespace gridflow {
+
+// The state arena, 128-byte aligned like the device's.
+struct CpuExecutor::Arena {
+  explicit Arena(std::size_t n) : size(n), bytes(static_cast<unsigned char*>(::operator new(n, std::align_val_t{128}))) {
+    std::memset(bytes, 0, n);
+  }
+  ~Arena() { ::operator delete(bytes, std::align_val_t{128}); }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  std::size_t size;
+  unsigned char* bytes;
+};
+
+namespace {
+
+// One CPU worker as an interpreter Block: a single thread, always the leader, no block barrier needed.
+class CpuBlock {
+public:
+  CpuBlock(const program::ProgramView& v, const program::RunParams& r, std::uint32_t index,
+           const std::vector<std::int64_t>& sentinel_elements)
+      : v_(v), r_(r), index_(index), sentinel_elements_(sentinel_elements) {}
+
+  const program::ProgramView& view() const { return v_; }
+  const program::RunParams& params() const { return r_; }
+  std::uint32_t index() const { return index_; }
+  bool is_leader() const { return true; }
+  void sync() {}
+  std::uint32_t share(std::uint32_t v) { return v; }
+  std::uint32_t smid() const { return index_; }
+  bool execute(std::uint32_t tile) { return cpu::execute_tile(v_, r_, index_, tile); }
+  void fill_sentinels() { cpu::fill_sentinels(v_, sentinel_elements_, index_, v_.grid_blocks); }
+  bool level_barrier(std::uint64_t generation) {
+    // Both level modes use gridflow's barrier on the CPU (cooperative_groups exists only on the GPU).
+    const program::Arena arena{v_.state, v_.layout};
+    protocol::barrier_arrive(arena.barrier_counter());
+    const protocol::WaitSite site{arena.control(), r_.timeout_ns, index_, program::kNoTile, 0};
+    return protocol::barrier_wait(site, arena.barrier_counter(), generation, v_.grid_blocks);
+  }
+
+private:
+  const program::ProgramView& v_;
+  const program::RunParams& r_;
+  std::uint32_t index_;
+  const std::vector<std::int64_t>& sentinel_elements_;
+};
+
+} // namespace
+
+CpuExecutor::CpuExecutor(LoweredProgram program) : program_(std::move(program)) {
+  for (const BufferInfo& b : program_.buffers) buffers_.emplace_back(b.dtype, b.elements);
+  reset_state();
+}
+CpuExecutor::~CpuExecutor() = default;
+
+std::string CpuExecutor::describe() const {
+  return fmt::format("cpu, {} worker thread{}", program_.grid_blocks, program_.grid_blocks == 1 ? "" : "s");
+}
+
+void CpuExecutor::upload(std::uint32_t buffer, const HostTensor& data) {
+  HostTensor& dst = buffers_.at(buffer);
+  if (data.dtype() != dst.dtype() || data.size() != dst.size())
+    throw RuntimeError(fmt::format("upload: buffer '{}' has the wrong dtype or size", program_.buffers[buffer].name));
+  dst = data;
+}
+
+void CpuExecutor::download(std::uint32_t buffer, HostTensor& data) { data = buffers_.at(buffer); }
+
+void CpuExecutor::fill_bits(std::uint32_t buffer, std::uint32_t bits) { buffers_.at(buffer).fill_bits(bits); }
+
+void CpuExecutor::reset_state() {
+  arena_ = std::make_unique<Arena>(program_.layout.total);
+  epoch_ = 0;
+  barrier_generations_ = 0;
+}
+
+RunResult CpuExecutor::run(const ExecOptions& options) {
+  const LoweredProgram& p = program_;
+  std::vector<void*> table(buffers_.size());
+  std::vector<std::int64_t> sentinel_elements(buffers_.size(), -1);
+  for (std::size_t b = 0; b < buffers_.size(); ++b) {
+    table[b] = buffers_[b].data();
+    if (p.buffers[b].sentinel) sentinel_elements[b] = p.buffers[b].elements;
+  }
+  if (epoch_ == 0xfffffff0u) reset_state(); // epochs are 32-bit in flags and look-back words
+
+  const program::ProgramView v =
+      make_view(p, {p.tasks.data(), p.tiles.data(), p.deps.data(), p.level_begin.data(),
+                    p.block_begin.empty() ? nullptr : p.block_begin.data(),
+                    p.block_tiles.empty() ? nullptr : p.block_tiles.data(), table.data(), arena_->bytes});
+
+  const bool kernel_fill = p.mode == SyncMode::sentinel && options.sentinel_fill == SentinelFill::kernel;
+  RunResult result;
+  result.blocks = p.grid_blocks;
+  result.barriers_per_block = p.barriers_per_run + (kernel_fill ? 1u : 0u);
+  if (options.trace) {
+    result.tiles.assign(p.tiles.size(), program::TileTrace{});
+    for (auto& t : result.tiles) t.tile = program::kNoTile;
+    result.barriers.assign(std::size_t{p.grid_blocks} * result.barriers_per_block, program::BarrierTrace{});
+  }
+  program::RunParams r;
+  r.epoch = ++epoch_;
+  r.sentinel_fill = kernel_fill ? 1u : 0u;
+  r.barrier_base = barrier_generations_;
+  r.timeout_ns = options.timeout_ns;
+  r.tile_trace = options.trace ? result.tiles.data() : nullptr;
+  r.barrier_trace = options.trace ? result.barriers.data() : nullptr;
+  r.barriers_in_run = result.barriers_per_block;
+  r.fault_skip_signal_tile = options.fault_skip_signal_tile;
+
+  const auto start = std::chrono::steady_clock::now();
+  if (p.mode == SyncMode::sentinel && !kernel_fill) cpu::fill_sentinels(v, sentinel_elements, 0, 1);
+  {
+    std::vector<std::jthread> workers;
+    workers.reserve(p.grid_blocks);
+    for (std::uint32_t w = 0; w < p.grid_blocks; ++w)
+      workers.emplace_back([&, w] {
+        CpuBlock blk(v, r, w, sentinel_elements);
+        program::interpret(blk);
+      });
+  }
+  result.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  barrier_generations_ += result.barriers_per_block;
+
+  const program::ErrorRecord error = reinterpret_cast<program::ControlBlock*>(arena_->bytes)->error;
+  if (error.code != 0) {
+    reset_state();
+    throw DeviceError(error, p);
+  }
+  return result;
+}
+
+} // namespace gridflow

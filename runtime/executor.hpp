@@ -1,0 +1,38 @@
+// The executor interface the scheduler drives: a lowered program bound to one backend's buffers and state.
+// Implementations: CpuExecutor (std::thread workers) and GpuExecutor (the cooperative megakernel).
+#pragma once
+
+#include "runtime/config.hpp"
+#include "runtime/host_tensor.hpp"
+#include "runtime/lowered_program.hpp"
+#include "runtime/run_result.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace gridflow {
+
+struct ExecOptions {
+  std::uint64_t timeout_ns = 10'000'000'000ull; // watchdog: bound on every wait
+  bool trace = false;                           // record per-tile and per-barrier timestamps
+  SentinelFill sentinel_fill = SentinelFill::submit;
+  std::uint32_t fault_skip_signal_tile = program::kNoTile; // test-only: this tile never signals
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  virtual const LoweredProgram& program() const = 0;
+  virtual std::string describe() const = 0; // "cpu, 8 workers" / "gpu NVIDIA H200, 132 blocks x 256 threads"
+
+  // Buffer contents (index = program buffer slot).
+  virtual void upload(std::uint32_t buffer, const HostTensor& data) = 0;
+  virtual void download(std::uint32_t buffer, HostTensor& data) = 0;
+  virtual void fill_bits(std::uint32_t buffer, std::uint32_t bits) = 0;
+
+  // Runs the program once. Throws DeviceError when the run recorded an error (watchdog, corrupt program);
+  // the executor resets its synchronization state and can run again.
+  virtual RunResult run(const ExecOptions& options = {}) = 0;
+};
+
+} // namespace gridflow

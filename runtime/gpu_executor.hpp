@@ -1,0 +1,32 @@
+// The GPU executor's host API (plain C++; the implementation is CUDA in runtime/gpu/).
+#pragma once
+
+#include "runtime/executor.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace gridflow {
+
+// The megakernel's launch shape on the current device.
+struct GpuShape {
+  std::uint32_t threads_per_block = 256;
+  std::uint32_t blocks_per_sm = 1;
+  std::uint32_t grid_blocks = 0;       // blocks_per_sm * sm_count: every block co-resident
+  std::uint32_t sm_count = 0;
+  std::uint32_t max_blocks_per_sm = 0; // occupancy limit for this block size
+};
+
+// Threads per block the megakernel is compiled for.
+inline constexpr std::uint32_t kGpuThreadChoices[] = {128, 256, 512, 1024};
+
+// Checks the requested shape against the occupancy of the megakernel: blocks_per_sm == 0 picks
+// min(2, occupancy limit). Throws RuntimeError, naming the numbers, when the grid could not be co-resident (the
+// cooperative launch would be refused or hang) or the device cannot launch cooperatively.
+GpuShape plan_gpu_shape(std::uint32_t threads_per_block, std::uint32_t blocks_per_sm);
+
+// Binds `program` (lowered for shape.grid_blocks blocks) to device memory.
+std::unique_ptr<Executor> make_gpu_executor(LoweredProgram program, const GpuShape& shape);
+
+} // namespace gridflow

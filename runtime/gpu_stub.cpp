@@ -1,0 +1,15 @@
+// Built when gridflow has no CUDA compiler: the GPU backend reports itself missing.
+#include "runtime/errors.hpp"
+#include "runtime/gpu_executor.hpp"
+
+namespace gridflow {
+
+GpuShape plan_gpu_shape(std::uint32_t, std::uint32_t) {
+  throw RuntimeError("this gridflow was built without its GPU backend (no CUDA compiler at build time)");
+}
+
+std::unique_ptr<Executor> make_gpu_executor(LoweredProgram, const GpuShape&) {
+  throw RuntimeError("this gridflow was built without its GPU backend (no CUDA compiler at build time)");
+}
+
+} // namespace gridflow

@@ -1,0 +1,96 @@
+// A lowered program as the host holds it (vectors of descriptors), and the plain-data views of it that an
+// executor runs: ProgramView (uploaded arrays, arena layout) and RunParams (what changes from run to run).
+#pragma once
+
+#include "kernels/op_types.hpp"
+#include "runtime/config.hpp"
+#include "runtime/program.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gridflow {
+
+struct BufferInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  std::int64_t elements = 0;
+  bool sentinel = false; // sentinel mode: pre-filled with the sentinel payload before each run
+};
+
+struct LoweredProgram {
+  SyncMode mode = SyncMode::flags;
+  Schedule schedule = Schedule::dynamic;
+  std::uint32_t grid_blocks = 1;       // blocks (GPU) or workers (CPU) it was lowered for
+  std::uint32_t threads_per_block = 256;
+  std::vector<program::TaskDesc> tasks;
+  std::vector<program::TileDesc> tiles; // global tile ids, level-major topological order
+  std::vector<program::DepDesc> deps;
+  std::vector<std::uint32_t> level_begin; // tiles of level L: [level_begin[L], level_begin[L + 1])
+  std::vector<std::uint32_t> block_begin; // static schedule: block b runs block_tiles[block_begin[b] .. [b + 1])
+  std::vector<std::uint32_t> block_tiles;
+  std::vector<BufferInfo> buffers;        // index = buffer table slot = graph buffer index
+  std::vector<std::string> task_names;    // per device task
+  program::StateLayout layout;
+  std::uint32_t barriers_per_run = 0;     // level barriers one run passes (level modes: levels - 1)
+  bool uses_tile_flags = false;
+
+  std::uint32_t num_levels() const { return static_cast<std::uint32_t>(level_begin.size()) - 1; }
+};
+
+namespace program {
+
+// Device (or CPU) view of an uploaded program. Plain data: passed by value as a kernel parameter.
+struct ProgramView {
+  const TaskDesc* tasks = nullptr;
+  const TileDesc* tiles = nullptr;
+  const DepDesc* deps = nullptr;
+  const std::uint32_t* level_begin = nullptr;
+  const std::uint32_t* block_begin = nullptr; // null: dynamic claim
+  const std::uint32_t* block_tiles = nullptr;
+  void* const* buffers = nullptr;
+  unsigned char* state = nullptr;
+  StateLayout layout;
+  std::uint32_t num_tasks = 0;
+  std::uint32_t num_tiles = 0;
+  std::uint32_t num_deps = 0;
+  std::uint32_t num_levels = 0;
+  std::uint32_t num_buffers = 0;
+  std::uint32_t grid_blocks = 0;
+  std::uint32_t mode = 0;     // SyncMode
+  std::uint32_t schedule = 0; // Schedule
+  std::uint32_t barriers_per_run = 0;
+  std::uint32_t uses_tile_flags = 0;
+};
+
+// What changes between runs of the same uploaded program.
+struct RunParams {
+  std::uint32_t epoch = 1;          // run number on this state arena, from 1
+  std::uint32_t sentinel_fill = 0;  // sentinel mode: 1 = the megakernel's prologue fills (SentinelFill::kernel)
+  std::uint64_t barrier_base = 0;   // gridflow-barrier generations completed on this arena before this run
+  std::uint64_t timeout_ns = 0;     // watchdog: bound on every wait (0: unbounded)
+  TileTrace* tile_trace = nullptr;  // per global tile; null: tracing off
+  BarrierTrace* barrier_trace = nullptr; // [block * barriers_in_run + k]; null: off
+  std::uint32_t fault_skip_signal_tile = kNoTile; // test-only: this tile does not signal (forces a deadlock)
+  std::uint32_t barriers_in_run = 0; // number of grid barriers a block passes in this run (trace sizing)
+};
+
+// Where an executor keeps the program's arrays (host memory for the CPU, device memory for the GPU).
+struct ProgramArrays {
+  const TaskDesc* tasks = nullptr;
+  const TileDesc* tiles = nullptr;
+  const DepDesc* deps = nullptr;
+  const std::uint32_t* level_begin = nullptr;
+  const std::uint32_t* block_begin = nullptr; // null when the program has no static schedule
+  const std::uint32_t* block_tiles = nullptr;
+  void* const* buffers = nullptr;
+  unsigned char* state = nullptr;
+};
+
+} // namespace program
+
+// The ProgramView of `program` whose arrays live at `arrays`.
+program::ProgramView make_view(const LoweredProgram& program, const program::ProgramArrays& arrays);
+
+} // namespace gridflow

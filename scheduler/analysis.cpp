@@ -1,0 +1,378 @@
+#include "scheduler/analysis.hpp"
+
+#include "scheduler/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace gridflow {
+
+std::string hazard_names(std::uint32_t hazards) {
+  std::string s;
+  auto add = [&](std::uint32_t bit, const char* name) {
+    if (!(hazards & bit)) return;
+    if (!s.empty()) s += '|';
+    s += name;
+  };
+  add(kHazardRaw, "RAW");
+  add(kHazardWar, "WAR");
+  add(kHazardWaw, "WAW");
+  add(kHazardAfter, "after");
+  return s;
+}
+
+DType output_dtype(const Task& task, DType in_dtype) {
+  return task.op == OpKind::reduce && task.reduce_fn == ReduceFn::argmax ? DType::i32 : in_dtype;
+}
+
+namespace {
+
+std::string quoted(std::string_view s) { return fmt::format("'{}'", s); }
+
+std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::string view_text(const ViewSpec& v) {
+  std::string s = fmt::format("{{buffer '{}', offset {}", v.buffer, v.offset);
+  if (v.length) s += fmt::format(", length {}", *v.length);
+  if (v.rows) s += fmt::format(", rows {}", *v.rows);
+  if (v.cols) s += fmt::format(", cols {}", *v.cols);
+  return s + "}";
+}
+
+bool is_integral(double v) { return std::isfinite(v) && std::floor(v) == v; }
+bool fits_i32(double v) {
+  return is_integral(v) && v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max();
+}
+
+void validate_init(const Buffer& b) {
+  const bool i32 = b.dtype == DType::i32;
+  auto need_number = [&](const char* field, double v) {
+    if (i32 ? !fits_i32(v) : !std::isfinite(v))
+      throw_buffer_error(b.name, field, fmt::format("{}", v),
+                         i32 ? "i32 buffers need an integer in the int32 range" : "must be a finite number");
+  };
+  if (const auto* u = std::get_if<InitUniform>(&b.init)) {
+    need_number("init.uniform.low", u->low);
+    need_number("init.uniform.high", u->high);
+    if (i32 ? u->low > u->high : u->low >= u->high)
+      throw_buffer_error(b.name, "init.uniform.high", fmt::format("{}", u->high),
+                         fmt::format("must be {} low ({})", i32 ? ">=" : ">", u->low));
+  } else if (const auto* io = std::get_if<InitIota>(&b.init)) {
+    need_number("init.iota.start", io->start);
+    need_number("init.iota.step", io->step);
+  } else if (const auto* c = std::get_if<InitConstant>(&b.init)) {
+    need_number("init.constant", c->value);
+  } else if (const auto* f = std::get_if<InitFile>(&b.init)) {
+    if (f->path.empty()) throw_buffer_error(b.name, "init.file", "\"\"", "needs a path");
+  } else if (const auto* h = std::get_if<InitHost>(&b.init)) {
+    const std::size_t want = static_cast<std::size_t>(b.elements()) * dtype_size(b.dtype);
+    const std::size_t have = h->bytes ? h->bytes->size() : 0;
+    if (have != want)
+      throw_buffer_error(b.name, "init.host", fmt::format("{} bytes", have), fmt::format("expected {} bytes", want));
+  }
+}
+
+std::unordered_map<std::string, std::uint32_t> validate_buffers(const Graph& g) {
+  if (g.buffers().size() > kMaxBuffers)
+    throw_graph_error(g.name(), fmt::format("{} buffers exceed the limit of {}", g.buffers().size(), kMaxBuffers));
+  std::unordered_map<std::string, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < g.buffers().size(); ++i) {
+    const Buffer& b = g.buffers()[i];
+    if (b.name.empty()) throw_buffer_error(fmt::format("#{}", i), "name", "\"\"", "buffers need a non-empty name");
+    if (!index.emplace(b.name, i).second) throw_buffer_error(b.name, "name", quoted(b.name), "defined twice");
+    if (b.shape.empty() || b.shape.size() > 2)
+      throw_buffer_error(b.name, "shape", shape_text(b.shape), "must be [n] or [rows, cols]");
+    std::int64_t n = 1;
+    for (std::int64_t d : b.shape) {
+      if (d < 0) throw_buffer_error(b.name, "shape", shape_text(b.shape), "dimensions must be >= 0");
+      if (d > 0 && n > kMaxBufferElements / d)
+        throw_buffer_error(b.name, "shape", shape_text(b.shape),
+                           fmt::format("more than the limit of {} elements", kMaxBufferElements));
+      n *= d;
+    }
+    validate_init(b);
+  }
+  return index;
+}
+
+ResolvedView resolve_view(const Graph& g, const std::unordered_map<std::string, std::uint32_t>& index, const Task& t,
+                          const ViewSpec& v, const char* field) {
+  const std::string f(field);
+  auto it = index.find(v.buffer);
+  if (it == index.end())
+    throw_task_error(t.name, f + ".buffer", quoted(v.buffer), v.buffer.empty() ? "missing" : "no buffer of that name");
+  const Buffer& b = g.buffers()[it->second];
+  if (v.offset < 0) throw_task_error(t.name, f + ".offset", fmt::format("{}", v.offset), "must be >= 0");
+  if (v.length && (v.rows || v.cols))
+    throw_task_error(t.name, f, view_text(v), "give either length or rows and cols, not both");
+  if (v.rows.has_value() != v.cols.has_value())
+    throw_task_error(t.name, f, view_text(v), "rows and cols go together");
+  if (v.length && *v.length < 0) throw_task_error(t.name, f + ".length", fmt::format("{}", *v.length), "must be >= 0");
+  if (v.rows && *v.rows < 0) throw_task_error(t.name, f + ".rows", fmt::format("{}", *v.rows), "must be >= 0");
+  if (v.cols && *v.cols < 0) throw_task_error(t.name, f + ".cols", fmt::format("{}", *v.cols), "must be >= 0");
+
+  ResolvedView r;
+  r.buffer = it->second;
+  r.offset = v.offset;
+  const std::int64_t size = b.elements();
+  if (v.offset > size)
+    throw_task_error(t.name, f + ".offset", fmt::format("{}", v.offset),
+                     fmt::format("past the end of buffer '{}' ({} elements)", b.name, size));
+  if (v.length) {
+    r.rows = 1;
+    r.cols = *v.length;
+  } else if (v.rows) {
+    r.rows = *v.rows;
+    r.cols = *v.cols;
+    if (r.cols > 0 && r.rows > kMaxBufferElements / r.cols)
+      throw_task_error(t.name, f, view_text(v), "view is larger than any buffer can be");
+  } else if (v.offset == 0 && b.is_matrix()) {
+    r.rows = b.shape[0];
+    r.cols = b.shape[1];
+  } else {
+    r.rows = 1;
+    r.cols = size - v.offset;
+  }
+  if (r.end() > size)
+    throw_task_error(t.name, f, view_text(v),
+                     fmt::format("ends at element {}, past the end of buffer '{}' ({} elements)", r.end(), b.name,
+                                 size));
+  return r;
+}
+
+bool overlaps(const ResolvedView& a, const ResolvedView& b) {
+  return a.buffer == b.buffer && a.offset < b.end() && b.offset < a.end() && a.elements() > 0 && b.elements() > 0;
+}
+
+void validate_op(const Graph& g, const Task& t, const ResolvedView& in, const ResolvedView& out) {
+  const Buffer& bin = g.buffers()[in.buffer];
+  const Buffer& bout = g.buffers()[out.buffer];
+  const DType want_out = output_dtype(t, bin.dtype);
+  if (bout.dtype != want_out)
+    throw_task_error(t.name, "out.buffer", quoted(bout.name),
+                     fmt::format("is {}, but {} {} of {} produces {}", to_string(bout.dtype), to_string(t.op),
+                                 t.op == OpKind::reduce ? to_string(t.reduce_fn) : to_string(t.scan_fn),
+                                 to_string(bin.dtype), to_string(want_out)));
+  const bool same_range = in.buffer == out.buffer && in.offset == out.offset && in.elements() == out.elements();
+  switch (t.op) {
+  case OpKind::reduce: {
+    const std::int64_t want = t.axis == Axis::all ? 1 : in.rows;
+    if (out.elements() != want)
+      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
+                       fmt::format("reduce over {} needs {} output element{}", t.axis == Axis::all ? "the whole view" : "rows",
+                                   want, want == 1 ? "" : "s"));
+    if (overlaps(in, out))
+      throw_task_error(t.name, "out", quoted(bout.name), "a reduce cannot write over its own input");
+    break;
+  }
+  case OpKind::scan:
+  case OpKind::softmax: {
+    if (t.op == OpKind::softmax) {
+      if (bin.dtype != DType::f32)
+        throw_task_error(t.name, "in.buffer", quoted(bin.name), "softmax needs an f32 input");
+      if (t.axis != Axis::row) throw_task_error(t.name, "axis", "\"all\"", "softmax works on rows");
+      if (in.rows > 0 && in.cols < 1)
+        throw_task_error(t.name, "in.cols", fmt::format("{}", in.cols), "softmax needs at least one column");
+    }
+    if (out.elements() != in.elements())
+      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
+                       fmt::format("{} needs as many output elements as inputs ({})", to_string(t.op), in.elements()));
+    if (overlaps(in, out) && !same_range)
+      throw_task_error(t.name, "out", fmt::format("{{offset {}}}", out.offset),
+                       fmt::format("overlaps the input (offset {}) without being the same range: {} can run in place "
+                                   "only on exactly its input",
+                                   in.offset, to_string(t.op)));
+    break;
+  }
+  }
+}
+
+// Per-buffer interval map of the latest writer and the readers since, for hazard inference.
+struct Segment {
+  std::int64_t end = 0;
+  std::int64_t writer = -1; // task index, -1: initial contents
+  std::vector<std::uint32_t> readers;
+};
+using SegmentMap = std::map<std::int64_t, Segment>;
+
+// Split so that a segment starts exactly at `at` (if inside the map's range).
+void split_at(SegmentMap& m, std::int64_t at) {
+  auto it = m.upper_bound(at);
+  if (it == m.begin()) return;
+  --it;
+  if (it->first == at || it->second.end <= at) return;
+  Segment right = it->second;
+  it->second.end = at;
+  m.emplace(at, std::move(right));
+}
+
+class HazardTracker {
+public:
+  HazardTracker(const Graph& g, std::vector<std::vector<Dependency>>& deps) : g_(g), deps_(deps) {
+    maps_.resize(g.buffers().size());
+    for (std::size_t b = 0; b < maps_.size(); ++b) {
+      const std::int64_t n = g.buffers()[b].elements();
+      if (n > 0) maps_[b].emplace(0, Segment{n, -1, {}});
+    }
+  }
+
+  void read(std::uint32_t task, const ResolvedView& v) {
+    for_each_segment(v, [&](std::int64_t begin, Segment& s) {
+      if (s.writer >= 0) add_edge(static_cast<std::uint32_t>(s.writer), task, kHazardRaw);
+      else if (std::holds_alternative<std::monostate>(g_.buffers()[v.buffer].init))
+        throw_task_error(g_.tasks()[task].name, "in", quoted(g_.buffers()[v.buffer].name),
+                         fmt::format("reads elements [{}, {}) before any task writes them, and the buffer has no init",
+                                     begin, s.end));
+      if (s.readers.empty() || s.readers.back() != task) s.readers.push_back(task);
+    });
+  }
+
+  void write(std::uint32_t task, const ResolvedView& v) {
+    for_each_segment(v, [&](std::int64_t, Segment& s) {
+      if (s.writer >= 0 && static_cast<std::uint32_t>(s.writer) != task)
+        add_edge(static_cast<std::uint32_t>(s.writer), task, kHazardWaw);
+      for (std::uint32_t r : s.readers)
+        if (r != task) add_edge(r, task, kHazardWar);
+      s.writer = task;
+      s.readers.clear();
+    });
+  }
+
+  void add_edge(std::uint32_t from, std::uint32_t to, std::uint32_t hazard) {
+    auto& list = deps_[to];
+    for (Dependency& d : list)
+      if (d.producer == from) {
+        d.hazards |= hazard;
+        return;
+      }
+    list.push_back({from, hazard});
+  }
+
+private:
+  template <class F> void for_each_segment(const ResolvedView& v, F f) {
+    if (v.elements() == 0) return;
+    SegmentMap& m = maps_[v.buffer];
+    split_at(m, v.offset);
+    split_at(m, v.end());
+    for (auto it = m.find(v.offset); it != m.end() && it->first < v.end(); ++it) f(it->first, it->second);
+  }
+
+  const Graph& g_;
+  std::vector<std::vector<Dependency>>& deps_;
+  std::vector<SegmentMap> maps_;
+};
+
+// Describe one cycle among the tasks Kahn's algorithm could not order.
+[[noreturn]] void report_cycle(const Graph& g, const std::vector<std::vector<Dependency>>& deps,
+                               const std::vector<std::uint32_t>& remaining_indegree) {
+  // Walk predecessors from a blocked task until a task repeats; every blocked task has a blocked predecessor.
+  std::uint32_t start = 0;
+  while (remaining_indegree[start] == 0) ++start;
+  std::vector<std::uint32_t> path;
+  std::vector<std::int64_t> pos(g.tasks().size(), -1);
+  std::uint32_t cur = start;
+  while (pos[cur] < 0) {
+    pos[cur] = static_cast<std::int64_t>(path.size());
+    path.push_back(cur);
+    for (const Dependency& d : deps[cur])
+      if (remaining_indegree[d.producer] > 0) {
+        cur = d.producer;
+        break;
+      }
+  }
+  // path[pos[cur]..] walks backwards along edges; print it forwards.
+  std::vector<std::uint32_t> cycle(path.begin() + pos[cur], path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string text;
+  for (std::size_t i = 0; i < cycle.size(); ++i) {
+    const std::uint32_t from = cycle[i], to = cycle[(i + 1) % cycle.size()];
+    std::uint32_t hz = 0;
+    for (const Dependency& d : deps[to])
+      if (d.producer == from) hz = d.hazards;
+    text += fmt::format("'{}' -({})-> ", g.tasks()[from].name, hazard_names(hz));
+  }
+  text += fmt::format("'{}'", g.tasks()[cycle.front()].name);
+  throw_graph_error(g.name(), "dependency cycle: " + text);
+}
+
+} // namespace
+
+Analysis analyze(const Graph& g) {
+  Analysis a;
+  a.buffer_index = validate_buffers(g);
+  const std::size_t n = g.tasks().size();
+  if (n == 0) throw_graph_error(g.name(), "has no tasks (an empty graph runs nothing: add at least one task)");
+  if (n > kMaxTasks) throw_graph_error(g.name(), fmt::format("{} tasks exceed the limit of {}", n, kMaxTasks));
+
+  std::unordered_map<std::string, std::uint32_t> task_index;
+  a.in.resize(n);
+  a.out.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Task& t = g.tasks()[i];
+    if (t.name.empty()) throw_task_error(fmt::format("#{}", i), "name", "\"\"", "tasks need a non-empty name");
+    if (!task_index.emplace(t.name, i).second) throw_task_error(t.name, "name", quoted(t.name), "defined twice");
+    a.in[i] = resolve_view(g, a.buffer_index, t, t.in, "in");
+    a.out[i] = resolve_view(g, a.buffer_index, t, t.out, "out");
+    validate_op(g, t, a.in[i], a.out[i]);
+  }
+
+  // Dependencies: hazards in declaration order, then explicit edges.
+  a.deps.resize(n);
+  a.writers.assign(g.buffers().size(), 0);
+  HazardTracker tracker(g, a.deps);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    tracker.read(i, a.in[i]);
+    tracker.write(i, a.out[i]);
+    ++a.writers[a.out[i].buffer];
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Task& t = g.tasks()[i];
+    for (std::size_t k = 0; k < t.after.size(); ++k) {
+      auto it = task_index.find(t.after[k]);
+      const std::string field = fmt::format("after[{}]", k);
+      if (it == task_index.end()) throw_task_error(t.name, field, quoted(t.after[k]), "no task of that name");
+      if (it->second == i) throw_task_error(t.name, field, quoted(t.after[k]), "a task cannot follow itself");
+      tracker.add_edge(it->second, i, kHazardAfter);
+    }
+  }
+  for (auto& list : a.deps)
+    std::sort(list.begin(), list.end(), [](const Dependency& x, const Dependency& y) { return x.producer < y.producer; });
+
+  // Kahn's algorithm in declaration order; levels = longest path from a source.
+  std::vector<std::vector<std::uint32_t>> consumers(n);
+  std::vector<std::uint32_t> indegree(n, 0);
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (const Dependency& d : a.deps[i]) {
+      consumers[d.producer].push_back(i);
+      ++indegree[i];
+    }
+  a.level.assign(n, 0);
+  std::vector<std::uint32_t> ready;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) ready.push_back(i);
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const std::uint32_t p = ready.back();
+    ready.pop_back();
+    ++done;
+    for (std::uint32_t c : consumers[p]) {
+      a.level[c] = std::max(a.level[c], a.level[p] + 1);
+      if (--indegree[c] == 0) ready.push_back(c);
+    }
+  }
+  if (done != n) report_cycle(g, a.deps, indegree);
+
+  a.order.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) a.order[i] = i;
+  std::stable_sort(a.order.begin(), a.order.end(),
+                   [&](std::uint32_t x, std::uint32_t y) { return a.level[x] < a.level[y]; });
+  a.num_levels = 1 + *std::max_element(a.level.begin(), a.level.end());
+  return a;
+}
+
+} // namespace gridflow

@@ -1,0 +1,281 @@
+#include "scheduler/json_format.hpp"
+
+#include "scheduler/errors.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+
+namespace gridflow {
+namespace {
+
+using nlohmann::json;
+
+std::string type_text(const json& j) {
+  switch (j.type()) {
+  case json::value_t::null: return "null";
+  case json::value_t::boolean: return fmt::format("boolean {}", j.dump());
+  case json::value_t::string: return fmt::format("string {}", j.dump());
+  case json::value_t::number_integer:
+  case json::value_t::number_unsigned: return fmt::format("integer {}", j.dump());
+  case json::value_t::number_float: return fmt::format("number {}", j.dump());
+  case json::value_t::array: return "an array";
+  case json::value_t::object: return "an object";
+  default: return "something else";
+  }
+}
+
+// A position in the document: the source name and the JSON path, for error messages.
+class Node {
+public:
+  Node(const json& j, std::string source, std::string path) : j_(j), source_(std::move(source)), path_(std::move(path)) {}
+
+  const json& raw() const { return j_; }
+  const std::string& path() const { return path_; }
+
+  [[noreturn]] void fail(std::string_view why) const {
+    throw GraphError(fmt::format("{}: {}: {}", source_, path_.empty() ? "(top level)" : path_, why));
+  }
+
+  Node key(std::string_view k) const { return {j_.at(std::string(k)), source_, join(std::string(k))}; }
+  Node index(std::size_t i) const { return {j_.at(i), source_, fmt::format("{}[{}]", path_, i)}; }
+  bool has(std::string_view k) const { return j_.contains(std::string(k)); }
+
+  const json::object_t& object() const {
+    if (!j_.is_object()) fail("expected an object, got " + type_text(j_));
+    return j_.get_ref<const json::object_t&>();
+  }
+  const json::array_t& array() const {
+    if (!j_.is_array()) fail("expected an array, got " + type_text(j_));
+    return j_.get_ref<const json::array_t&>();
+  }
+  std::string string() const {
+    if (!j_.is_string()) fail("expected a string, got " + type_text(j_));
+    return j_.get<std::string>();
+  }
+  bool boolean() const {
+    if (!j_.is_boolean()) fail("expected true or false, got " + type_text(j_));
+    return j_.get<bool>();
+  }
+  double number() const {
+    if (!j_.is_number()) fail("expected a number, got " + type_text(j_));
+    return j_.get<double>();
+  }
+  std::int64_t integer() const {
+    if (j_.is_number_unsigned() && j_.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      fail("integer too large: " + j_.dump());
+    if (!j_.is_number_integer()) fail("expected an integer, got " + type_text(j_));
+    return j_.get<std::int64_t>();
+  }
+  std::uint64_t unsigned_integer() const {
+    if (!j_.is_number_unsigned() && !(j_.is_number_integer() && j_.get<std::int64_t>() >= 0))
+      fail("expected a non-negative integer, got " + type_text(j_));
+    return j_.get<std::uint64_t>();
+  }
+
+  // Every key must be one of `allowed`; `context` says what the object is ("a reduce task").
+  void only_keys(std::initializer_list<std::string_view> allowed, std::string_view context) const {
+    for (const auto& [k, v] : object()) {
+      bool ok = false;
+      for (std::string_view a : allowed) ok = ok || a == k;
+      if (!ok) {
+        std::string list;
+        for (std::string_view a : allowed) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", a);
+        Node(v, source_, join(k)).fail(fmt::format("unknown key for {} (known keys: {})", context, list));
+      }
+    }
+  }
+  Node required(std::string_view k, std::string_view context) const {
+    if (!has(k)) fail(fmt::format("{} needs the key '{}'", context, k));
+    return key(k);
+  }
+
+private:
+  std::string join(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
+  const json& j_;
+  std::string source_;
+  std::string path_;
+};
+
+template <class E> E parse_enum(const Node& n, std::optional<E> (*parse)(std::string_view), std::string_view choices) {
+  const std::string s = n.string();
+  const std::optional<E> e = parse(s);
+  if (!e) n.fail(fmt::format("\"{}\" is not one of {}", s, choices));
+  return *e;
+}
+
+Init parse_init(const Node& n) {
+  const auto& obj = n.object();
+  if (obj.size() != 1) n.fail("init takes exactly one of 'uniform', 'iota', 'constant', 'file'");
+  n.only_keys({"uniform", "iota", "constant", "file"}, "an init");
+  if (n.has("uniform")) {
+    const Node u = n.key("uniform");
+    u.only_keys({"low", "high", "seed"}, "a uniform init");
+    InitUniform v;
+    if (u.has("low")) v.low = u.key("low").number();
+    if (u.has("high")) v.high = u.key("high").number();
+    if (u.has("seed")) v.seed = u.key("seed").unsigned_integer();
+    return v;
+  }
+  if (n.has("iota")) {
+    const Node io = n.key("iota");
+    io.only_keys({"start", "step"}, "an iota init");
+    InitIota v;
+    if (io.has("start")) v.start = io.key("start").number();
+    if (io.has("step")) v.step = io.key("step").number();
+    return v;
+  }
+  if (n.has("constant")) return InitConstant{n.key("constant").number()};
+  return InitFile{n.key("file").string()};
+}
+
+Buffer parse_buffer(const Node& n) {
+  n.only_keys({"name", "dtype", "shape", "init", "save"}, "a buffer");
+  Buffer b;
+  b.name = n.required("name", "a buffer").string();
+  b.dtype = parse_enum<DType>(n.required("dtype", "a buffer"), &parse_dtype, "\"f32\", \"i32\"");
+  const Node shape = n.required("shape", "a buffer");
+  for (std::size_t i = 0; i < shape.array().size(); ++i) b.shape.push_back(shape.index(i).integer());
+  if (n.has("init")) b.init = parse_init(n.key("init"));
+  if (n.has("save")) b.save = n.key("save").string();
+  return b;
+}
+
+ViewSpec parse_view(const Node& n) {
+  if (n.raw().is_string()) return ViewSpec(n.string());
+  n.only_keys({"buffer", "offset", "length", "rows", "cols"}, "a view");
+  ViewSpec v(n.required("buffer", "a view").string());
+  if (n.has("offset")) v.offset = n.key("offset").integer();
+  if (n.has("length")) v.length = n.key("length").integer();
+  if (n.has("rows")) v.rows = n.key("rows").integer();
+  if (n.has("cols")) v.cols = n.key("cols").integer();
+  return v;
+}
+
+Task parse_task(const Node& n) {
+  Task t;
+  const OpKind op = parse_enum<OpKind>(n.required("op", "a task"), &parse_op_kind, "\"reduce\", \"scan\", \"softmax\"");
+  t.op = op;
+  switch (op) {
+  case OpKind::reduce:
+    n.only_keys({"name", "op", "in", "out", "after", "fn", "axis"}, "a reduce task");
+    if (n.has("fn")) t.reduce_fn = parse_enum<ReduceFn>(n.key("fn"), &parse_reduce_fn, "\"sum\", \"max\", \"min\", \"argmax\"");
+    break;
+  case OpKind::scan:
+    n.only_keys({"name", "op", "in", "out", "after", "fn", "axis", "exclusive"}, "a scan task");
+    if (n.has("fn")) t.scan_fn = parse_enum<ScanFn>(n.key("fn"), &parse_scan_fn, "\"sum\", \"max\"");
+    if (n.has("exclusive")) t.exclusive = n.key("exclusive").boolean();
+    break;
+  case OpKind::softmax:
+    n.only_keys({"name", "op", "in", "out", "after", "log", "axis"}, "a softmax task");
+    if (n.has("log")) t.log = n.key("log").boolean();
+    t.axis = Axis::row;
+    break;
+  }
+  t.name = n.required("name", "a task").string();
+  if (n.has("axis")) t.axis = parse_enum<Axis>(n.key("axis"), &parse_axis, "\"all\", \"row\"");
+  t.in = parse_view(n.required("in", "a task"));
+  t.out = parse_view(n.required("out", "a task"));
+  if (n.has("after")) {
+    const Node after = n.key("after");
+    for (std::size_t i = 0; i < after.array().size(); ++i) t.after.push_back(after.index(i).string());
+  }
+  return t;
+}
+
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return {line, col};
+}
+
+json view_json(const ViewSpec& v) {
+  if (v.offset == 0 && !v.length && !v.rows && !v.cols) return v.buffer;
+  json j = {{"buffer", v.buffer}};
+  if (v.offset != 0) j["offset"] = v.offset;
+  if (v.length) j["length"] = *v.length;
+  if (v.rows) j["rows"] = *v.rows;
+  if (v.cols) j["cols"] = *v.cols;
+  return j;
+}
+
+} // namespace
+
+Graph graph_from_json(std::string_view text, std::string_view source) {
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    const auto [line, col] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
+    std::string why = e.what();
+    if (auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
+    throw GraphError(fmt::format("{}:{}:{}: malformed JSON: {}", source, line, col, why));
+  }
+  const Node root(doc, std::string(source), "");
+  root.only_keys({"gridflow", "name", "buffers", "tasks"}, "a graph");
+  const std::int64_t version = root.required("gridflow", "a graph (the format version)").integer();
+  if (version != kJsonFormatVersion)
+    root.key("gridflow").fail(fmt::format("format version {} is not supported (this gridflow reads {})", version,
+                                          kJsonFormatVersion));
+  Graph g(root.has("name") ? root.key("name").string() : "graph");
+  const Node buffers = root.required("buffers", "a graph");
+  for (std::size_t i = 0; i < buffers.array().size(); ++i) g.add_buffer(parse_buffer(buffers.index(i)));
+  const Node tasks = root.required("tasks", "a graph");
+  for (std::size_t i = 0; i < tasks.array().size(); ++i) g.add_task(parse_task(tasks.index(i)));
+  return g;
+}
+
+Graph load_graph(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw GraphError(fmt::format("{}: cannot open the graph file", path.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return graph_from_json(ss.str(), path.string());
+}
+
+std::string graph_to_json(const Graph& g, int indent) {
+  json doc = {{"gridflow", kJsonFormatVersion}, {"name", g.name()}, {"buffers", json::array()}, {"tasks", json::array()}};
+  for (const Buffer& b : g.buffers()) {
+    json jb = {{"name", b.name}, {"dtype", to_string(b.dtype)}, {"shape", b.shape}};
+    if (const auto* u = std::get_if<InitUniform>(&b.init))
+      jb["init"] = {{"uniform", {{"low", u->low}, {"high", u->high}, {"seed", u->seed}}}};
+    else if (const auto* io = std::get_if<InitIota>(&b.init))
+      jb["init"] = {{"iota", {{"start", io->start}, {"step", io->step}}}};
+    else if (const auto* c = std::get_if<InitConstant>(&b.init))
+      jb["init"] = {{"constant", c->value}};
+    else if (const auto* f = std::get_if<InitFile>(&b.init))
+      jb["init"] = {{"file", f->path}};
+    else if (std::holds_alternative<InitHost>(b.init))
+      throw_buffer_error(b.name, "init", "host data", "cannot be written as JSON: save it to a file and use init.file");
+    if (!b.save.empty()) jb["save"] = b.save;
+    doc["buffers"].push_back(std::move(jb));
+  }
+  for (const Task& t : g.tasks()) {
+    json jt = {{"name", t.name}, {"op", to_string(t.op)}};
+    if (t.op == OpKind::reduce) jt["fn"] = to_string(t.reduce_fn);
+    if (t.op == OpKind::scan) {
+      jt["fn"] = to_string(t.scan_fn);
+      jt["exclusive"] = t.exclusive;
+    }
+    if (t.op == OpKind::softmax) jt["log"] = t.log;
+    else jt["axis"] = to_string(t.axis);
+    jt["in"] = view_json(t.in);
+    jt["out"] = view_json(t.out);
+    if (!t.after.empty()) jt["after"] = t.after;
+    doc["tasks"].push_back(std::move(jt));
+  }
+  return doc.dump(indent) + (indent >= 0 ? "\n" : "");
+}
+
+} // namespace gridflow

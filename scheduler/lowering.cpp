@@ -1,0 +1,343 @@
+#include "scheduler/lowering.hpp"
+
+#include "runtime/protocol.hpp"
+#include "runtime/tiles.hpp"
+#include "scheduler/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace gridflow {
+namespace {
+
+using program::DepDesc;
+using program::DepKind;
+using program::Opcode;
+using program::TaskDesc;
+using program::TileDesc;
+
+constexpr std::uint64_t kLine = program::kLine;
+constexpr std::uint64_t kMaxIds = 0xfffffff0u; // ids stay clear of kNoTile
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::uint64_t align_line(std::uint64_t x) { return (x + kLine - 1) / kLine * kLine; }
+
+Opcode opcode_for(const Task& t, const ResolvedView& in) {
+  switch (t.op) {
+  case OpKind::reduce: return t.axis == Axis::row && in.rows != 1 ? Opcode::reduce_rows : Opcode::reduce_all;
+  case OpKind::scan: return t.axis == Axis::row && in.rows != 1 ? Opcode::scan_rows : Opcode::scan_all;
+  case OpKind::softmax: return Opcode::softmax_rows;
+  }
+  return Opcode::invalid;
+}
+
+// Tile size in items (elements for whole-range ops, rows for row ops) by the TilePolicy.
+std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
+  const TilePolicy& p = o.tiles;
+  const std::int64_t items = program::task_items(d);
+  const std::int64_t spread = std::int64_t{o.grid_blocks} * p.waves;
+  switch (static_cast<Opcode>(d.opcode)) {
+  case Opcode::reduce_all: {
+    const std::int64_t want = std::max(p.reduce_min_tile, ceil_div(std::max<std::int64_t>(items, 1), spread));
+    return std::min(ceil_div(want, 1024) * 1024, std::max(p.max_tile_elements, p.reduce_min_tile));
+  }
+  case Opcode::scan_all: return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
+  default: {
+    const std::int64_t by_size = std::max<std::int64_t>(1, p.row_tile_elements / std::max<std::int64_t>(d.cols, 1));
+    const std::int64_t by_spread = std::max<std::int64_t>(1, ceil_div(items, spread));
+    return std::min(by_size, by_spread);
+  }
+  }
+}
+
+// Absolute element range [first, last) of the buffer that tile k reads / writes.
+struct Footprint {
+  std::int64_t first;
+  std::int64_t last;
+};
+Footprint tile_input(const TaskDesc& t, std::uint32_t k) {
+  const program::ItemRange r = program::tile_items(t, k);
+  const std::int64_t w = program::input_per_item(t);
+  return {t.in_offset + r.begin * w, t.in_offset + r.end * w};
+}
+
+// Producer tiles [lo, hi) whose outputs overlap [first, last) of the producer's output buffer.
+std::pair<std::uint32_t, std::uint32_t> producer_tiles(const TaskDesc& p, Footprint f) {
+  const std::int64_t w = p.tile_size * program::output_per_item(p);
+  const std::int64_t out_end = p.out_offset + program::task_items(p) * program::output_per_item(p);
+  const std::int64_t first = std::max(f.first, p.out_offset);
+  const std::int64_t last = std::min(f.last, out_end);
+  if (first >= last || w <= 0) return {0, 0};
+  return {static_cast<std::uint32_t>((first - p.out_offset) / w),
+          static_cast<std::uint32_t>((last - 1 - p.out_offset) / w + 1)};
+}
+
+bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
+  const ResolvedView& out = a.out[task];
+  const Buffer& b = g.buffers()[out.buffer];
+  return b.dtype == DType::f32 && std::holds_alternative<std::monostate>(b.init) && a.writers[out.buffer] == 1 &&
+         a.in[task].buffer != out.buffer;
+}
+
+// Static schedule: list scheduling in global tile order by estimated finish time; a block that ran a producer
+// tile saves the cross-SM hop, which keeps chains of row tiles on one block.
+void schedule_static(LoweredProgram& p) {
+  constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0;
+  const std::uint32_t blocks = p.grid_blocks;
+  std::vector<double> free_at(blocks, 0.0), finish(p.tiles.size(), 0.0), task_finish(p.tasks.size(), 0.0);
+  std::vector<std::uint32_t> block_of(p.tiles.size(), 0);
+  std::vector<std::vector<std::uint32_t>> lists(blocks);
+  const bool levels = is_level_mode(p.mode);
+  double level_start = 0.0, level_end = 0.0;
+  std::uint32_t level = 0;
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
+    const TileDesc& tile = p.tiles[g];
+    const TaskDesc& task = p.tasks[tile.task];
+    while (levels && g >= p.level_begin[level + 1]) {
+      ++level;
+      level_start = level_end + kBarrierNs;
+    }
+    const program::ItemRange r = program::tile_items(task, tile.index);
+    const double bytes = 4.0 * static_cast<double>(r.size()) * (program::input_per_item(task) + program::output_per_item(task));
+    const double cost = kTileOverheadNs + kNsPerByte * bytes;
+    // Earliest start on any block, and on each block that ran a producer tile.
+    double ready_any = level_start;
+    std::vector<std::pair<std::uint32_t, double>> local; // (block, ready time on that block)
+    for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
+      const DepDesc& dep = p.deps[d];
+      if (dep.kind == static_cast<std::uint32_t>(DepKind::task)) {
+        ready_any = std::max(ready_any, task_finish[dep.task] + kHopNs);
+      } else {
+        for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k) {
+          const std::uint32_t pg = p.tasks[dep.task].first_tile + k;
+          ready_any = std::max(ready_any, finish[pg] + kHopNs);
+          local.emplace_back(block_of[pg], finish[pg]);
+        }
+      }
+    }
+    std::uint32_t best = static_cast<std::uint32_t>(std::min_element(free_at.begin(), free_at.end()) - free_at.begin());
+    double best_start = std::max(free_at[best], ready_any);
+    for (const auto& [b, t] : local) {
+      // On block b the hop from its own producer tiles disappears; other producers still cost the hop.
+      double ready_b = level_start;
+      for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
+        const DepDesc& dep = p.deps[d];
+        if (dep.kind == static_cast<std::uint32_t>(DepKind::task)) ready_b = std::max(ready_b, task_finish[dep.task] + kHopNs);
+        else
+          for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k) {
+            const std::uint32_t pg = p.tasks[dep.task].first_tile + k;
+            ready_b = std::max(ready_b, finish[pg] + (block_of[pg] == b ? 0.0 : kHopNs));
+          }
+      }
+      const double start = std::max(free_at[b], ready_b);
+      if (start < best_start) {
+        best_start = start;
+        best = b;
+      }
+      (void)t;
+    }
+    block_of[g] = best;
+    finish[g] = best_start + cost;
+    free_at[best] = finish[g];
+    task_finish[tile.task] = std::max(task_finish[tile.task], finish[g]);
+    level_end = std::max(level_end, finish[g]);
+    lists[best].push_back(g);
+  }
+  p.block_begin.assign(1, 0);
+  p.block_tiles.clear();
+  for (const auto& l : lists) {
+    p.block_tiles.insert(p.block_tiles.end(), l.begin(), l.end());
+    p.block_begin.push_back(static_cast<std::uint32_t>(p.block_tiles.size()));
+  }
+}
+
+} // namespace
+
+LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOptions& o) {
+  if (o.grid_blocks == 0) throw GraphError("lowering: grid_blocks must be >= 1");
+  if (o.threads_per_block == 0 || o.threads_per_block % 32 != 0)
+    throw GraphError(fmt::format("lowering: threads_per_block = {}: must be a positive multiple of 32", o.threads_per_block));
+  LoweredProgram p;
+  p.mode = o.mode;
+  p.schedule = o.schedule;
+  p.grid_blocks = o.grid_blocks;
+  p.threads_per_block = o.threads_per_block;
+  for (const Buffer& b : graph.buffers()) p.buffers.push_back({b.name, b.dtype, b.elements(), false});
+
+  // 1. Tasks in topological order, each cut into tiles.
+  const std::size_t n = graph.tasks().size();
+  std::vector<std::uint32_t> device_of(n);
+  std::uint64_t tiles_total = 0;
+  for (std::uint32_t pos = 0; pos < n; ++pos) {
+    const std::uint32_t gi = a.order[pos];
+    const Task& t = graph.tasks()[gi];
+    const ResolvedView& in = a.in[gi];
+    const ResolvedView& out = a.out[gi];
+    TaskDesc d;
+    d.opcode = static_cast<std::uint32_t>(opcode_for(t, in));
+    d.fn = t.op == OpKind::scan ? static_cast<std::uint32_t>(t.scan_fn) : static_cast<std::uint32_t>(t.reduce_fn);
+    d.dtype = static_cast<std::uint32_t>(graph.buffers()[in.buffer].dtype);
+    d.flags = (t.op == OpKind::scan && t.exclusive ? program::kExclusive : 0u) |
+              (t.op == OpKind::softmax && t.log ? program::kLogSoftmax : 0u);
+    d.in_buffer = in.buffer;
+    d.out_buffer = out.buffer;
+    d.in_offset = in.offset;
+    d.out_offset = out.offset;
+    const bool row_op = program::is_row_op(d.opcode);
+    d.rows = row_op ? in.rows : 1;
+    d.cols = row_op ? in.cols : in.elements();
+    d.level = a.level[gi];
+    d.graph_task = gi;
+    d.tile_size = tile_size_for(d, o);
+    const std::int64_t items = program::task_items(d);
+    std::int64_t tiles = ceil_div(items, std::max<std::int64_t>(d.tile_size, 1));
+    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) tiles = std::max<std::int64_t>(tiles, 1);
+    d.first_tile = static_cast<std::uint32_t>(tiles_total);
+    d.num_tiles = static_cast<std::uint32_t>(tiles);
+    tiles_total += static_cast<std::uint64_t>(tiles);
+    if (tiles_total > kMaxIds)
+      throw_task_error(t.name, "in", fmt::format("{} elements", in.elements()),
+                       fmt::format("the program would hold {} tiles, more than the limit of {}", tiles_total, kMaxIds));
+    device_of[gi] = pos;
+    p.tasks.push_back(d);
+    p.task_names.push_back(t.name);
+  }
+  p.tiles.reserve(tiles_total);
+
+  // 2. Sentinel outputs (sentinel mode): f32, no init, a single writer that does not read its own buffer.
+  std::vector<bool> sentinel_task(n, false);
+  if (o.mode == SyncMode::sentinel) {
+    for (std::uint32_t gi = 0; gi < n; ++gi)
+      if (sentinel_eligible(graph, a, gi)) {
+        sentinel_task[gi] = true;
+        p.buffers[a.out[gi].buffer].sentinel = true;
+        p.tasks[device_of[gi]].flags |= program::kSentinelOutput;
+      }
+  }
+
+  // 3. Tiles and their dependency lists. Level modes need none: the barrier between levels orders them.
+  const bool dataflow = !is_level_mode(o.mode);
+  for (std::uint32_t pos = 0; pos < n; ++pos) {
+    const std::uint32_t gi = a.order[pos];
+    TaskDesc& c = p.tasks[pos];
+    // Dependencies that need a counter or flags, and whether each can be per tile.
+    struct Need {
+      std::uint32_t producer;
+      bool per_tile;
+    };
+    std::vector<Need> needs;
+    if (dataflow)
+      for (const Dependency& dep : a.deps[gi]) {
+        const TaskDesc& prod = p.tasks[device_of[dep.producer]];
+        if (o.mode == SyncMode::sentinel && dep.hazards == kHazardRaw && sentinel_task[dep.producer]) {
+          c.flags |= program::kPollInputs; // the data is the flag
+          continue;
+        }
+        const bool per_tile = o.per_tile_deps && dep.hazards == kHazardRaw && program::output_is_tile_local(prod);
+        needs.push_back({device_of[dep.producer], per_tile});
+      }
+    // Task-level deps are shared by every tile of the task.
+    const std::uint32_t shared_first = static_cast<std::uint32_t>(p.deps.size());
+    for (const Need& need : needs)
+      if (!need.per_tile)
+        p.deps.push_back({need.producer, 0, p.tasks[need.producer].num_tiles, static_cast<std::uint32_t>(DepKind::task)});
+    const std::uint32_t shared_count = static_cast<std::uint32_t>(p.deps.size()) - shared_first;
+    const bool any_per_tile = std::any_of(needs.begin(), needs.end(), [](const Need& x) { return x.per_tile; });
+    for (std::uint32_t k = 0; k < c.num_tiles; ++k) {
+      TileDesc tile{pos, k, shared_first, shared_count};
+      if (any_per_tile) {
+        // Copy the shared deps next to this tile's own, so each tile's list is one contiguous range.
+        tile.dep_first = static_cast<std::uint32_t>(p.deps.size());
+        for (std::uint32_t s = 0; s < shared_count; ++s) p.deps.push_back(p.deps[shared_first + s]);
+        for (const Need& need : needs) {
+          if (!need.per_tile) continue;
+          TaskDesc& prod = p.tasks[need.producer];
+          const auto [lo, hi] = producer_tiles(prod, tile_input(c, k));
+          if (lo >= hi) continue;
+          if (lo == 0 && hi == prod.num_tiles) {
+            p.deps.push_back({need.producer, 0, hi, static_cast<std::uint32_t>(DepKind::task)});
+          } else {
+            p.deps.push_back({need.producer, lo, hi, static_cast<std::uint32_t>(DepKind::tiles)});
+            prod.flags |= program::kSignalTiles;
+            p.uses_tile_flags = true;
+          }
+        }
+        tile.dep_count = static_cast<std::uint32_t>(p.deps.size()) - tile.dep_first;
+      }
+      p.tiles.push_back(tile);
+    }
+    if (p.deps.size() > kMaxIds)
+      throw_task_error(graph.tasks()[gi].name, "deps", fmt::format("{}", p.deps.size()),
+                       "the program would hold more dependency entries than the limit");
+  }
+
+  // 4. Levels: tiles are level-major because tasks are.
+  p.level_begin.assign(a.num_levels + 1, 0);
+  for (const TaskDesc& d : p.tasks) p.level_begin[d.level + 1] += d.num_tiles;
+  for (std::uint32_t l = 0; l < a.num_levels; ++l) p.level_begin[l + 1] += p.level_begin[l];
+
+  // 5. State arena: control block, claim tickets, task counters, tile flags, barrier, per-task scratch.
+  program::StateLayout& L = p.layout;
+  std::uint64_t at = sizeof(program::ControlBlock);
+  L.claim = at;
+  at += kLine * (1 + a.num_levels);
+  L.task_done = at;
+  at += kLine * n;
+  L.tile_flags = p.uses_tile_flags ? at : 0;
+  if (p.uses_tile_flags) at += kLine * p.tiles.size();
+  L.barrier = at;
+  at += kLine;
+  L.scratch = at;
+  for (TaskDesc& d : p.tasks) {
+    if (d.num_tiles <= 1) continue;
+    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) {
+      d.counter = at;
+      at += kLine;
+      d.scratch = at;
+      at = align_line(at + 8ull * d.num_tiles);
+    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all)) {
+      d.scratch = at;
+      at = align_line(at + 8ull * protocol::lookback_words(d.num_tiles));
+    }
+  }
+  L.total = at;
+
+  // 6. Level barriers one run passes (executors add their own prologue barrier where they use one).
+  p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
+
+  if (o.schedule == Schedule::static_list) schedule_static(p);
+  return p;
+}
+
+std::string describe(const LoweredProgram& p, bool list_tiles) {
+  static constexpr const char* kOpNames[] = {"invalid", "reduce_all", "reduce_rows", "scan_all",
+                                             "scan_rows", "softmax_rows", "noop"};
+  std::string s = fmt::format("program: {} tasks, {} tiles, {} deps, {} levels; mode {}, schedule {}, {} blocks x {} "
+                              "threads; state arena {} bytes\n",
+                              p.tasks.size(), p.tiles.size(), p.deps.size(), p.num_levels(), to_string(p.mode),
+                              to_string(p.schedule), p.grid_blocks, p.threads_per_block, p.layout.total);
+  for (std::size_t i = 0; i < p.tasks.size(); ++i) {
+    const TaskDesc& d = p.tasks[i];
+    s += fmt::format("  task {:>4} '{}': {} level {} tiles [{}, +{}) tile_size {} view {}x{} flags {:#x}\n", i,
+                     p.task_names[i], d.opcode < std::size(kOpNames) ? kOpNames[d.opcode] : "?", d.level,
+                     d.first_tile, d.num_tiles, d.tile_size, d.rows, d.cols, d.flags);
+    if (d.num_tiles > 0) {
+      const TileDesc& t0 = p.tiles[d.first_tile];
+      for (std::uint32_t k = t0.dep_first; k < t0.dep_first + t0.dep_count; ++k) {
+        const DepDesc& dep = p.deps[k];
+        s += dep.kind == static_cast<std::uint32_t>(DepKind::task)
+                 ? fmt::format("         tile 0 waits for task {} ('{}')\n", dep.task, p.task_names[dep.task])
+                 : fmt::format("         tile 0 waits for tiles [{}, {}) of task {} ('{}')\n", dep.tile_begin,
+                               dep.tile_end, dep.task, p.task_names[dep.task]);
+      }
+    }
+  }
+  if (list_tiles && !p.block_begin.empty())
+    for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
+      s += fmt::format("  block {:>4}: {} tiles\n", b, p.block_begin[b + 1] - p.block_begin[b]);
+  return s;
+}
+
+} // namespace gridflow

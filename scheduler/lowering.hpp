@@ -1,0 +1,43 @@
+// Lowering: an analyzed graph -> a LoweredProgram for one target shape (blocks, threads, sync mode, schedule).
+//
+// Tiling policy (TilePolicy): a task is cut into tiles sized to its op and its data so small tasks run on a few
+// blocks and large ones on all of them: reduce_all tiles hold at least `reduce_min_tile` elements and grow so the
+// task has about `waves` tiles per block; scan_all tiles are one block's register tile (threads x items);
+// row ops give each tile whole rows, about `row_tile_elements` elements, and at least `waves` tiles per block
+// when there are enough rows. Row ops over a single row lower to their whole-range form.
+#pragma once
+
+#include "runtime/lowered_program.hpp"
+#include "scheduler/analysis.hpp"
+#include "scheduler/graph.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace gridflow {
+
+struct TilePolicy {
+  std::int64_t reduce_min_tile = 4096;      // elements
+  std::int64_t row_tile_elements = 16384;   // target elements per row-op tile
+  std::uint32_t waves = 4;                  // tiles per block a large task aims for
+  std::uint32_t scan_items_per_thread = 16; // scan_all tile = threads_per_block * this (GPU register tile)
+  std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all tiles
+};
+
+struct LoweringOptions {
+  SyncMode mode = SyncMode::flags;
+  Schedule schedule = Schedule::dynamic;
+  std::uint32_t grid_blocks = 132;
+  std::uint32_t threads_per_block = 256;
+  bool per_tile_deps = true; // dataflow modes: wait only for the producer tiles that wrote a tile's inputs
+  TilePolicy tiles;
+};
+
+// Lowers `graph` (already analyzed into `analysis`). Throws GraphError when the program would exceed the
+// device program's limits (32-bit tile and dependency ids).
+LoweredProgram lower(const Graph& graph, const Analysis& analysis, const LoweringOptions& options);
+
+// Human-readable listing of a program (the `gridflow lower` command): tasks, tiles, deps, arena layout.
+std::string describe(const LoweredProgram& program, bool list_tiles = false);
+
+} // namespace gridflow

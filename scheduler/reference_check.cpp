@@ -1,0 +1,261 @@
+#include "scheduler/reference_check.hpp"
+
+#include "kernels/reference.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace gridflow {
+namespace {
+
+// Acceptable argmax indices per output element, where reference values tie within the propagated error.
+using Alternatives = std::unordered_map<std::int64_t, std::vector<std::int32_t>>;
+
+// Reference state of one buffer: values rounded to the dtype, error scales (empty: all exact), which elements
+// some task wrote, argmax alternatives.
+struct RefBuffer {
+  HostTensor data;
+  std::vector<double> scale;
+  std::vector<std::uint8_t> written;
+  Alternatives alternatives;
+
+  double scale_at(std::int64_t i) const { return scale.empty() ? 0.0 : scale[static_cast<std::size_t>(i)]; }
+  void set(std::int64_t i, double value, double s) {
+    const auto k = static_cast<std::size_t>(i);
+    if (data.dtype() == DType::i32) data.i32()[k] = static_cast<std::int32_t>(value);
+    else data.f32()[k] = static_cast<float>(value);
+    if (s > 0.0 && scale.empty()) scale.assign(static_cast<std::size_t>(data.size()), 0.0);
+    if (!scale.empty()) scale[k] = s;
+    if (written.empty()) written.assign(static_cast<std::size_t>(data.size()), 0);
+    written[k] = 1;
+    alternatives.erase(i);
+  }
+};
+
+// The input view's values (as T) and their error scales.
+template <class T> struct Inputs {
+  std::vector<T> x;
+  std::vector<double> s;
+};
+
+// Where a task's inputs come from: values and (optionally) their error scales.
+struct Source {
+  const HostTensor& data;
+  const std::vector<double>& scale; // empty: exact
+};
+
+template <class T> Inputs<T> gather(const Source& src, const ResolvedView& v) {
+  Inputs<T> in;
+  in.x.resize(static_cast<std::size_t>(v.elements()));
+  in.s.assign(in.x.size(), 0.0);
+  if (!in.x.empty())
+    std::memcpy(in.x.data(), static_cast<const std::uint32_t*>(src.data.data()) + v.offset, in.x.size() * 4);
+  if (!src.scale.empty())
+    for (std::size_t i = 0; i < in.s.size(); ++i) in.s[i] = src.scale[static_cast<std::size_t>(v.offset) + i];
+  return in;
+}
+
+template <class T> void apply_reduce(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<T>& in,
+                                     RefBuffer& out) {
+  const std::int64_t rows = t.axis == Axis::all ? 1 : iv.rows;
+  const std::int64_t cols = t.axis == Axis::all ? iv.elements() : iv.cols;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::span<const T> x(in.x.data() + r * cols, static_cast<std::size_t>(cols));
+    const std::span<const double> s(in.s.data() + r * cols, static_cast<std::size_t>(cols));
+    ref::Expected e = ref::reduce(t.reduce_fn, x);
+    const double max_s = s.empty() ? 0.0 : *std::max_element(s.begin(), s.end());
+    double sum_s = 0.0;
+    for (double v : s) sum_s += v;
+    if (t.reduce_fn == ReduceFn::sum) e.scale += sum_s;
+    else if (t.reduce_fn != ReduceFn::argmax) e.scale = max_s;
+    const std::int64_t o = ov.offset + r;
+    out.set(o, e.value, std::is_same_v<T, float> ? e.scale : 0.0);
+    if (t.reduce_fn == ReduceFn::argmax && max_s > 0.0 && e.value >= 0) {
+      const double best = static_cast<double>(x[static_cast<std::size_t>(e.value)]);
+      const double slack = 2.0 * kCheckTolerance * max_s;
+      std::vector<std::int32_t> ok;
+      for (std::size_t j = 0; j < x.size(); ++j)
+        if (static_cast<double>(x[j]) >= best - slack) ok.push_back(static_cast<std::int32_t>(j));
+      if (ok.size() > 1) out.alternatives[o] = std::move(ok);
+    }
+  }
+}
+
+template <class T> void apply_scan(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<T>& in,
+                                   RefBuffer& out) {
+  const std::int64_t rows = t.axis == Axis::all ? 1 : iv.rows;
+  const std::int64_t cols = t.axis == Axis::all ? iv.elements() : iv.cols;
+  std::vector<ref::Expected> e(static_cast<std::size_t>(cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::span<const T> x(in.x.data() + r * cols, static_cast<std::size_t>(cols));
+    ref::scan(t.scan_fn, t.exclusive, x, e);
+    double acc = 0.0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double sj = in.s[static_cast<std::size_t>(r * cols + j)];
+      if (!t.exclusive) acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
+      const double scale = e[static_cast<std::size_t>(j)].scale + acc;
+      if (t.exclusive) acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
+      out.set(ov.offset + r * cols + j, e[static_cast<std::size_t>(j)].value, std::is_same_v<T, float> ? scale : 0.0);
+    }
+  }
+}
+
+void apply_softmax(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<float>& in, RefBuffer& out) {
+  std::vector<ref::Expected> e(static_cast<std::size_t>(iv.cols));
+  for (std::int64_t r = 0; r < iv.rows; ++r) {
+    const std::span<const float> x(in.x.data() + r * iv.cols, static_cast<std::size_t>(iv.cols));
+    ref::softmax(x, t.log, e);
+    double max_s = 0.0;
+    for (std::int64_t j = 0; j < iv.cols; ++j) max_s = std::max(max_s, in.s[static_cast<std::size_t>(r * iv.cols + j)]);
+    for (std::int64_t j = 0; j < iv.cols; ++j) {
+      const ref::Expected& ej = e[static_cast<std::size_t>(j)];
+      // A perturbation d of the inputs moves y by about y * 2 * max|d| (log-softmax: 2 * max|d|).
+      const double propagated = 2.0 * max_s * (t.log ? 1.0 : std::fabs(ej.value));
+      out.set(ov.offset + r * iv.cols + j, ej.value, ej.scale + propagated);
+    }
+  }
+}
+
+// Applies task `t` reading `src` (view iv) and writing `dst` (view ov); src may alias dst (inputs are copied
+// before anything is written).
+void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, const Source& src, RefBuffer& dst) {
+  if (src.data.dtype() == DType::f32) {
+    Inputs<float> in = gather<float>(src, iv);
+    if (t.op == OpKind::reduce) apply_reduce(t, iv, ov, in, dst);
+    else if (t.op == OpKind::scan) apply_scan(t, iv, ov, in, dst);
+    else apply_softmax(t, iv, ov, in, dst);
+  } else {
+    Inputs<std::int32_t> in = gather<std::int32_t>(src, iv);
+    if (t.op == OpKind::reduce) apply_reduce(t, iv, ov, in, dst);
+    else apply_scan(t, iv, ov, in, dst);
+  }
+}
+
+std::vector<RefBuffer> run_reference(const Graph& g, const Analysis& a, const std::vector<HostTensor>& initial) {
+  std::vector<RefBuffer> state(initial.size());
+  for (std::size_t b = 0; b < initial.size(); ++b) state[b].data = initial[b];
+  for (std::uint32_t ti : a.order) {
+    const Task& t = g.tasks()[ti];
+    const RefBuffer& in = state[a.in[ti].buffer];
+    apply_task(t, a.in[ti], a.out[ti], Source{in.data, in.scale}, state[a.out[ti].buffer]);
+  }
+  return state;
+}
+
+bool per_task_checkable(const Graph& g, const Analysis& a) {
+  for (std::size_t i = 0; i < g.tasks().size(); ++i) {
+    const ResolvedView& in = a.in[i];
+    const ResolvedView& out = a.out[i];
+    if (in.buffer == out.buffer && in.offset < out.end() && out.offset < in.end()) return false;
+    for (const Dependency& d : a.deps[i])
+      if (d.hazards & (kHazardWar | kHazardWaw)) return false;
+  }
+  return true;
+}
+
+// Compares element i of `out` with the reference; updates the buffer's record.
+void compare(BufferCheck& bc, const HostTensor& out, const RefBuffer& expect, std::int64_t i, CheckReport& report) {
+  ++bc.checked;
+  const double got = out.value(i);
+  const double want = expect.data.value(i);
+  const double scale = expect.scale_at(i);
+  double err;
+  if (out.dtype() == DType::f32) err = ref::scaled_error(got, {want, scale});
+  else err = got == want ? 0.0 : std::numeric_limits<double>::infinity();
+  if (err > 0.0 && out.dtype() == DType::i32) {
+    auto it = expect.alternatives.find(i);
+    if (it != expect.alternatives.end() &&
+        std::find(it->second.begin(), it->second.end(), static_cast<std::int32_t>(got)) != it->second.end())
+      err = 0.0;
+  }
+  const bool bad = !(err <= kCheckTolerance);
+  auto record = [&] {
+    bc.worst_index = i;
+    bc.worst_out = got;
+    bc.worst_expected = want;
+  };
+  if (bad) {
+    if (bc.mismatches++ == 0) record(); // keep the first mismatch
+    report.passed = false;
+  } else if (bc.mismatches == 0 && (bc.worst_index < 0 || err > bc.max_error)) {
+    record(); // otherwise the largest error
+  }
+  if (std::isfinite(err)) bc.max_error = std::max(bc.max_error, err);
+}
+
+void compare_untouched(BufferCheck& bc, const HostTensor& out, const HostTensor& initial, std::int64_t i,
+                       CheckReport& report) {
+  ++bc.checked;
+  if (out.bits()[static_cast<std::size_t>(i)] != initial.bits()[static_cast<std::size_t>(i)]) {
+    if (bc.mismatches++ == 0) {
+      bc.worst_index = i;
+      bc.worst_out = out.value(i);
+      bc.worst_expected = initial.value(i);
+    }
+    report.passed = false;
+  }
+}
+
+} // namespace
+
+std::vector<HostTensor> reference_outputs(const Graph& g, const Analysis& a, const std::vector<HostTensor>& initial) {
+  std::vector<RefBuffer> state = run_reference(g, a, initial);
+  std::vector<HostTensor> out;
+  for (RefBuffer& b : state) out.push_back(std::move(b.data));
+  return out;
+}
+
+CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<HostTensor>& initial,
+                          const std::vector<HostTensor>& final) {
+  CheckReport report;
+  report.per_task = per_task_checkable(g, a);
+  std::vector<RefBuffer> expect;
+  if (report.per_task) {
+    // The reference of each task over the executor's own inputs (which no later task overwrote).
+    expect.resize(final.size());
+    for (std::size_t b = 0; b < final.size(); ++b) expect[b].data = final[b];
+    const std::vector<double> exact;
+    for (std::uint32_t ti : a.order)
+      apply_task(g.tasks()[ti], a.in[ti], a.out[ti], Source{final[a.in[ti].buffer], exact}, expect[a.out[ti].buffer]);
+  } else {
+    expect = run_reference(g, a, initial);
+  }
+  for (std::size_t b = 0; b < final.size(); ++b) {
+    BufferCheck bc;
+    bc.buffer = g.buffers()[b].name;
+    bc.written = !expect[b].written.empty();
+    for (std::int64_t i = 0; i < final[b].size(); ++i) {
+      if (bc.written && expect[b].written[static_cast<std::size_t>(i)]) compare(bc, final[b], expect[b], i, report);
+      else compare_untouched(bc, final[b], initial[b], i, report);
+    }
+    report.max_error = std::max(report.max_error, bc.max_error);
+    report.buffers.push_back(std::move(bc));
+  }
+  return report;
+}
+
+std::string CheckReport::summary() const {
+  std::size_t bad = 0;
+  for (const BufferCheck& b : buffers) bad += b.mismatches > 0;
+  return fmt::format("check {}: max relative error {:.3g} (tolerance {:.0e}; {}, {} buffers{})",
+                     passed ? "passed" : "FAILED", max_error, kCheckTolerance,
+                     per_task ? "each task against its own inputs" : "whole graph from the initial data",
+                     buffers.size(), bad ? fmt::format(", {} with mismatches", bad) : "");
+}
+
+std::string CheckReport::details() const {
+  std::string s;
+  for (const BufferCheck& b : buffers)
+    if (b.mismatches > 0)
+      s += fmt::format("  buffer '{}': {} of {} elements wrong; first at [{}]: got {} expected {}{}\n", b.buffer,
+                       b.mismatches, b.checked, b.worst_index, b.worst_out, b.worst_expected,
+                       b.written ? "" : " (no task writes this buffer)");
+  return s;
+}
+
+} // namespace gridflow

@@ -1,0 +1,80 @@
+// A Session runs one graph end to end: analyze, pick the target shape, lower, bind an executor, upload the
+// initial data, run, download, check against the references, save outputs. The CLI, the examples, the tests
+// and the benchmarks all go through it, so they all run the same path.
+#pragma once
+
+#include "runtime/executor.hpp"
+#include "runtime/host_tensor.hpp"
+#include "scheduler/analysis.hpp"
+#include "scheduler/graph.hpp"
+#include "scheduler/lowering.hpp"
+#include "scheduler/reference_check.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gridflow {
+
+enum class Backend { cpu, gpu };
+std::string_view to_string(Backend);
+std::optional<Backend> parse_backend(std::string_view); // "cpu", "gpu"
+
+struct SessionOptions {
+  Backend backend = Backend::cpu;
+  SyncMode mode = SyncMode::flags;
+  Schedule schedule = Schedule::dynamic;
+  std::uint32_t cpu_workers = 0;         // CPU: 0 = hardware threads, at least 2
+  std::uint32_t threads_per_block = 256; // GPU
+  std::uint32_t blocks_per_sm = 0;       // GPU: 0 = default (gpu_executor.hpp)
+  bool per_tile_deps = true;
+  TilePolicy tiles;
+  ExecOptions exec;
+  std::filesystem::path base_dir; // init.file paths are relative to it (the graph file's folder)
+};
+
+// One line naming everything a measurement depends on.
+std::string describe(const SessionOptions& options);
+
+class Session {
+public:
+  // Validates and lowers; throws GraphError for bad input, RuntimeError when the backend cannot run it.
+  Session(Graph graph, SessionOptions options);
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  const Graph& graph() const { return graph_; }
+  const Analysis& analysis() const { return analysis_; }
+  const SessionOptions& options() const { return options_; }
+  const LoweredProgram& program() const;
+  Executor& executor() { return *executor_; }
+  std::string describe() const; // backend, device and configuration
+
+  // Initial contents of every buffer (generators, files, host data; outputs poisoned).
+  const std::vector<HostTensor>& initial() const { return initial_; }
+
+  // Uploads the initial data (every output poisoned), runs once, downloads every buffer into results().
+  RunResult run();
+  // Runs `warmup + repeat` more times over whatever the buffers hold (timing only; results() is not refreshed)
+  // and returns the `repeat` timed runs.
+  std::vector<RunResult> time(int warmup, int repeat, bool trace = false);
+
+  const std::vector<HostTensor>& results() const { return results_; }
+  CheckReport check() const; // results() against the float64 references
+  // Writes every buffer with a `save` path: relative to the working directory, or into `dir` when given.
+  std::vector<std::filesystem::path> save_outputs(const std::filesystem::path& dir = {}) const;
+
+private:
+  Graph graph_;
+  SessionOptions options_;
+  Analysis analysis_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<HostTensor> initial_;
+  std::vector<HostTensor> results_;
+};
+
+} // namespace gridflow

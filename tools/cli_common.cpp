@@ -1,0 +1,62 @@
+#include "tools/cli_common.hpp"
+
+#include "runtime/device.hpp"
+#include "scheduler/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace gridflow::cli {
+
+void add_session_flags(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_option("--backend", f.backend, "cpu, gpu, or auto (GPU when present)")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+  cmd->add_option("--mode", f.mode, "synchronization: grid-sync, barrier, flags, sentinel")
+      ->check(CLI::IsMember({"grid-sync", "barrier", "flags", "sentinel"}));
+  cmd->add_option("--schedule", f.schedule, "tile claiming: dynamic (atomic ticket) or static (host lists)")
+      ->check(CLI::IsMember({"dynamic", "static"}));
+  cmd->add_option("--sentinel-fill", f.sentinel_fill, "sentinel mode: pre-fill in the kernel or at submit")
+      ->check(CLI::IsMember({"kernel", "submit"}));
+  cmd->add_option("--workers", f.workers, "CPU worker threads (0: hardware threads)");
+  cmd->add_option("--threads", f.threads, "GPU threads per block (128, 256, 512, 1024)")
+      ->check(CLI::IsMember({128u, 256u, 512u, 1024u}));
+  cmd->add_option("--blocks-per-sm", f.blocks_per_sm, "GPU blocks per SM (0: default)");
+  cmd->add_option("--timeout-ms", f.timeout_ms, "watchdog: bound on every wait, in milliseconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
+  cmd->add_option("--reduce-min-tile", f.reduce_min_tile, "smallest reduce tile, in elements")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--row-tile-elements", f.row_tile_elements, "target elements per row-op tile")
+      ->check(CLI::PositiveNumber);
+}
+
+SessionOptions session_options(const SessionFlags& f, const std::filesystem::path& graph_file) {
+  SessionOptions o;
+  if (f.backend == "auto") {
+    const DeviceInfo gpu = probe_gpu();
+    if (gpu.available && gpu_backend_built()) {
+      o.backend = Backend::gpu;
+    } else {
+      o.backend = Backend::cpu;
+      std::fprintf(stderr, "gridflow: no GPU (%s): running on the CPU reference backend\n",
+                   gpu.available ? "this build has no GPU backend" : gpu.reason.c_str());
+    }
+  } else {
+    o.backend = *parse_backend(f.backend);
+  }
+  o.mode = *parse_sync_mode(f.mode);
+  o.schedule = *parse_schedule(f.schedule);
+  o.exec.sentinel_fill = *parse_sentinel_fill(f.sentinel_fill);
+  o.exec.timeout_ns = static_cast<std::uint64_t>(f.timeout_ms * 1e6);
+  o.cpu_workers = f.workers;
+  o.threads_per_block = f.threads;
+  o.blocks_per_sm = f.blocks_per_sm;
+  o.per_tile_deps = !f.no_tile_deps;
+  o.tiles.reduce_min_tile = f.reduce_min_tile;
+  o.tiles.row_tile_elements = f.row_tile_elements;
+  o.base_dir = graph_file.has_parent_path() ? graph_file.parent_path() : std::filesystem::path(".");
+  return o;
+}
+
+} // namespace gridflow::cli

@@ -1,0 +1,50 @@
+// Pieces shared by the gridflow subcommands: exit codes, the flags that configure a Session, backend choice.
+#pragma once
+
+#include "scheduler/session.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace gridflow::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRuntime = 1;  // device error, watchdog, failed check, I/O
+inline constexpr int kExitBadInput = 2; // usage, malformed or invalid graph
+
+// The subcommand picked on the command line.
+struct Commands {
+  std::function<int()> selected;
+  int run() const { return selected ? selected() : kExitBadInput; }
+};
+
+// Flags that configure a Session (run, lower, profile).
+struct SessionFlags {
+  std::string backend = "auto";
+  std::string mode = "flags";
+  std::string schedule = "dynamic";
+  std::string sentinel_fill = "submit";
+  std::uint32_t workers = 0;
+  std::uint32_t threads = 256;
+  std::uint32_t blocks_per_sm = 0;
+  double timeout_ms = 10000.0;
+  bool no_tile_deps = false;
+  std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;
+  std::int64_t row_tile_elements = TilePolicy{}.row_tile_elements;
+};
+
+void add_session_flags(CLI::App* cmd, SessionFlags& flags);
+
+// Resolves the flags for `graph_file`. backend "auto" picks the GPU when one is usable and built in, else the
+// CPU backend with a one-line notice on stderr.
+SessionOptions session_options(const SessionFlags& flags, const std::filesystem::path& graph_file);
+
+void add_validate(CLI::App& app, Commands& commands);
+void add_lower(CLI::App& app, Commands& commands);
+void add_run(CLI::App& app, Commands& commands);
+
+} // namespace gridflow::cli

@@ -1,0 +1,121 @@
+// gridflow validate | lower | run
+#include "tools/cli_common.hpp"
+
+#include "scheduler/analysis.hpp"
+#include "scheduler/json_format.hpp"
+#include "scheduler/lowering.hpp"
+#include "scheduler/session.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace gridflow::cli {
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::size_t edge_count(const Analysis& a) {
+  std::size_t n = 0;
+  for (const auto& d : a.deps) n += d.size();
+  return n;
+}
+
+} // namespace
+
+void add_validate(CLI::App& app, Commands& commands) {
+  auto graph = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("validate", "Check a graph file; run nothing (exit 0 valid, 2 invalid)");
+  cmd->add_option("GRAPH", *graph, "graph JSON file")->required();
+  cmd->callback([&commands, graph] {
+    commands.selected = [graph] {
+      const Graph g = load_graph(*graph);
+      const Analysis a = analyze(g);
+      fmt::print("{}: valid: graph '{}', {} buffers, {} tasks, {} dependencies, {} levels\n", *graph, g.name(),
+                 g.buffers().size(), g.tasks().size(), edge_count(a), a.num_levels);
+      return kExitOk;
+    };
+  });
+}
+
+void add_lower(CLI::App& app, Commands& commands) {
+  auto graph = std::make_shared<std::string>();
+  auto flags = std::make_shared<SessionFlags>();
+  auto blocks = std::make_shared<std::uint32_t>(132);
+  auto list = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("lower", "Print the device program a graph lowers to");
+  cmd->add_option("GRAPH", *graph, "graph JSON file")->required();
+  cmd->add_option("--blocks", *blocks, "grid blocks to lower for")->check(CLI::PositiveNumber);
+  cmd->add_flag("--list-blocks", *list, "with --schedule static: tiles per block");
+  add_session_flags(cmd, *flags);
+  cmd->callback([&commands, graph, flags, blocks, list] {
+    commands.selected = [graph, flags, blocks, list] {
+      const Graph g = load_graph(*graph);
+      const Analysis a = analyze(g);
+      LoweringOptions lo;
+      lo.mode = *parse_sync_mode(flags->mode);
+      lo.schedule = *parse_schedule(flags->schedule);
+      lo.grid_blocks = *blocks;
+      lo.threads_per_block = flags->threads;
+      lo.per_tile_deps = !flags->no_tile_deps;
+      lo.tiles.reduce_min_tile = flags->reduce_min_tile;
+      lo.tiles.row_tile_elements = flags->row_tile_elements;
+      fmt::print("{}", describe(lower(g, a, lo), *list));
+      return kExitOk;
+    };
+  });
+}
+
+void add_run(CLI::App& app, Commands& commands) {
+  struct Args {
+    std::string graph;
+    SessionFlags flags;
+    bool check = false;
+    int repeat = 0;
+    int warmup = 3;
+    std::string save_dir;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a graph; --check compares every output with the CPU reference");
+  cmd->add_option("GRAPH", args->graph, "graph JSON file")->required();
+  cmd->add_flag("--check", args->check, "compare outputs with the float64 references (exit 1 on mismatch)");
+  cmd->add_option("--repeat", args->repeat, "timed runs after the checked one (median reported)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--save-dir", args->save_dir, "write buffers that have 'save' into this folder");
+  add_session_flags(cmd, args->flags);
+  cmd->callback([&commands, args] {
+    commands.selected = [args] {
+      Graph g = load_graph(args->graph);
+      Session s(std::move(g), session_options(args->flags, args->graph));
+      fmt::print("graph '{}': {} tasks, {} levels -> {} tiles\n", s.graph().name(), s.graph().tasks().size(),
+                 s.analysis().num_levels, s.program().tiles.size());
+      fmt::print("on {}\n", s.describe());
+      const RunResult first = s.run();
+      fmt::print("run: {:.3f} ms (first run, submit to completion)\n", first.elapsed_ms);
+      int code = kExitOk;
+      if (args->check) {
+        const CheckReport report = s.check();
+        fmt::print("{}\n{}", report.summary(), report.details());
+        if (!report.passed) code = kExitRuntime;
+      }
+      for (const auto& path : s.save_outputs(args->save_dir)) fmt::print("saved {}\n", path.string());
+      if (args->repeat > 0) {
+        std::vector<double> ms;
+        for (const RunResult& r : s.time(args->warmup, args->repeat)) ms.push_back(r.elapsed_ms);
+        fmt::print("timed: {:.4f} ms median of {} runs after {} warm-up (min {:.4f}, max {:.4f})\n", median(ms),
+                   ms.size(), args->warmup, *std::min_element(ms.begin(), ms.end()),
+                   *std::max_element(ms.begin(), ms.end()));
+      }
+      return code;
+    };
+  });
+}
+
+} // namespace gridflow::cli

@@ -1,0 +1,51 @@
+// The gridflow command line.
+//
+//   gridflow validate GRAPH                     check a graph; run nothing
+//   gridflow lower GRAPH [options]              print the lowered device program
+//   gridflow run GRAPH [options] [--check]      run a graph (GPU when present, else the CPU backend)
+//
+// Exit codes: 0 success; 1 runtime failure (device error, watchdog, failed --check, I/O); 2 bad input (usage,
+// malformed or invalid graph). Errors are one line on stderr.
+#include "tools/cli_common.hpp"
+
+#include "runtime/errors.hpp"
+#include "scheduler/errors.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+  using namespace gridflow;
+  CLI::App app{"gridflow: task graphs of reductions, scans and softmaxes on one persistent cooperative kernel"};
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  cli::Commands commands;
+  cli::add_validate(app, commands);
+  cli::add_lower(app, commands);
+  cli::add_run(app, commands);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : cli::kExitBadInput;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("gridflow [%l] %v");
+  try {
+    return commands.run();
+  } catch (const GraphError& e) {
+    std::fprintf(stderr, "gridflow: error: %s\n", e.what());
+    return cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gridflow: error: %s\n", e.what());
+    return cli::kExitRuntime;
+  }
+}
