@@ -123,7 +123,7 @@ void softmax(std::span<const float> row, bool log, std::span<Expected> out) {
     const double shifted = static_cast<double>(row[i]) - m;
     if (log) {
       // Terms of magnitude |x - m| and log(s) enter the float32 result.
-      out[i] = {shifted - log_s, std::fabs(shifted) + std::fabs(log_s) + 1e-30};
+      out[i] = {shifted - log_s, (std::isfinite(shifted) ? std::fabs(shifted) : 0.0) + std::fabs(log_s) + 1e-30};
     } else {
       out[i] = {std::exp(shifted) / s, 0.0};
       max_y = std::max(max_y, out[i].value);

@@ -160,6 +160,7 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, std::uint32_t tile, std::uint64_t
   }
   if (trace) {
     trace->signalled = protocol::now_ns();
+    protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);
     trace->block = blk.index();
     trace->smid = blk.smid();
     trace->task = blk.view().tiles[tile].task;

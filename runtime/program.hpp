@@ -136,7 +136,7 @@ struct alignas(16) TileTrace {
   std::uint64_t ready = 0;
   std::uint64_t executed = 0;
   std::uint64_t signalled = 0;
-  std::uint64_t reserved = 0;
+  std::uint64_t runs = 0; // times the tile ran (traced runs check that it is exactly 1)
 };
 static_assert(sizeof(TileTrace) == 64 && std::is_trivially_copyable_v<TileTrace>);
 

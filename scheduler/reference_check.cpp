@@ -17,15 +17,27 @@ namespace {
 using Alternatives = std::unordered_map<std::int64_t, std::vector<std::int32_t>>;
 
 // Reference state of one buffer: values rounded to the dtype, error scales (empty: all exact), which elements
-// some task wrote, argmax alternatives.
+// some task wrote, argmax alternatives, and which i32 elements were computed from an argmax near-tie (their value
+// depends on which tied index the executor picked, so they cannot be checked).
 struct RefBuffer {
   HostTensor data;
   std::vector<double> scale;
   std::vector<std::uint8_t> written;
+  std::vector<std::uint8_t> undecidable;
   Alternatives alternatives;
+
+  bool is_undecidable(std::int64_t i) const {
+    return !undecidable.empty() && undecidable[static_cast<std::size_t>(i)];
+  }
+  void mark_undecidable(std::int64_t i) {
+    if (undecidable.empty()) undecidable.assign(static_cast<std::size_t>(data.size()), 0);
+    undecidable[static_cast<std::size_t>(i)] = 1;
+  }
 
   double scale_at(std::int64_t i) const { return scale.empty() ? 0.0 : scale[static_cast<std::size_t>(i)]; }
   void set(std::int64_t i, double value, double s) {
+    // A non-finite scale only comes with a non-finite value (inf arithmetic is exact): compare exactly.
+    if (!std::isfinite(s)) s = 0.0;
     const auto k = static_cast<std::size_t>(i);
     if (data.dtype() == DType::i32) data.i32()[k] = static_cast<std::int32_t>(value);
     else data.f32()[k] = static_cast<float>(value);
@@ -34,6 +46,7 @@ struct RefBuffer {
     if (written.empty()) written.assign(static_cast<std::size_t>(data.size()), 0);
     written[k] = 1;
     alternatives.erase(i);
+    if (!undecidable.empty()) undecidable[k] = 0;
   }
 };
 
@@ -41,12 +54,20 @@ struct RefBuffer {
 template <class T> struct Inputs {
   std::vector<T> x;
   std::vector<double> s;
+  std::vector<std::uint8_t> undecidable; // empty: none
+  bool any_undecidable(std::int64_t first, std::int64_t count) const {
+    if (undecidable.empty()) return false;
+    for (std::int64_t i = first; i < first + count; ++i)
+      if (undecidable[static_cast<std::size_t>(i)]) return true;
+    return false;
+  }
 };
 
-// Where a task's inputs come from: values and (optionally) their error scales.
+// Where a task's inputs come from: values and (optionally) their error scales and undecidable marks.
 struct Source {
   const HostTensor& data;
-  const std::vector<double>& scale; // empty: exact
+  const std::vector<double>& scale;            // empty: exact
+  const std::vector<std::uint8_t>& undecidable; // empty: none
 };
 
 template <class T> Inputs<T> gather(const Source& src, const ResolvedView& v) {
@@ -57,6 +78,11 @@ template <class T> Inputs<T> gather(const Source& src, const ResolvedView& v) {
     std::memcpy(in.x.data(), static_cast<const std::uint32_t*>(src.data.data()) + v.offset, in.x.size() * 4);
   if (!src.scale.empty())
     for (std::size_t i = 0; i < in.s.size(); ++i) in.s[i] = src.scale[static_cast<std::size_t>(v.offset) + i];
+  if (!src.undecidable.empty())
+    in.undecidable.assign(src.undecidable.begin() + v.offset, src.undecidable.begin() + v.offset + v.elements());
+  // Infinite inputs (the identity of an exclusive max scan, say) are exact and carry no error budget.
+  for (std::size_t i = 0; i < in.x.size(); ++i)
+    if (!std::isfinite(static_cast<double>(in.x[i]))) in.s[i] = 0.0;
   return in;
 }
 
@@ -75,13 +101,17 @@ template <class T> void apply_reduce(const Task& t, const ResolvedView& iv, cons
     else if (t.reduce_fn != ReduceFn::argmax) e.scale = max_s;
     const std::int64_t o = ov.offset + r;
     out.set(o, e.value, std::is_same_v<T, float> ? e.scale : 0.0);
+    if (in.any_undecidable(r * cols, cols)) out.mark_undecidable(o);
     if (t.reduce_fn == ReduceFn::argmax && max_s > 0.0 && e.value >= 0) {
       const double best = static_cast<double>(x[static_cast<std::size_t>(e.value)]);
       const double slack = 2.0 * kCheckTolerance * max_s;
       std::vector<std::int32_t> ok;
       for (std::size_t j = 0; j < x.size(); ++j)
         if (static_cast<double>(x[j]) >= best - slack) ok.push_back(static_cast<std::int32_t>(j));
-      if (ok.size() > 1) out.alternatives[o] = std::move(ok);
+      if (ok.size() > 1) {
+        out.alternatives[o] = std::move(ok);
+        out.mark_undecidable(o); // downstream values depend on the executor's pick
+      }
     }
   }
 }
@@ -102,6 +132,8 @@ template <class T> void apply_scan(const Task& t, const ResolvedView& iv, const 
       if (t.exclusive) acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
       out.set(ov.offset + r * cols + j, e[static_cast<std::size_t>(j)].value, std::is_same_v<T, float> ? scale : 0.0);
     }
+    if (in.any_undecidable(r * cols, cols))
+      for (std::int64_t j = 0; j < cols; ++j) out.mark_undecidable(ov.offset + r * cols + j);
   }
 }
 
@@ -142,7 +174,7 @@ std::vector<RefBuffer> run_reference(const Graph& g, const Analysis& a, const st
   for (std::uint32_t ti : a.order) {
     const Task& t = g.tasks()[ti];
     const RefBuffer& in = state[a.in[ti].buffer];
-    apply_task(t, a.in[ti], a.out[ti], Source{in.data, in.scale}, state[a.out[ti].buffer]);
+    apply_task(t, a.in[ti], a.out[ti], Source{in.data, in.scale, in.undecidable}, state[a.out[ti].buffer]);
   }
   return state;
 }
@@ -160,6 +192,10 @@ bool per_task_checkable(const Graph& g, const Analysis& a) {
 
 // Compares element i of `out` with the reference; updates the buffer's record.
 void compare(BufferCheck& bc, const HostTensor& out, const RefBuffer& expect, std::int64_t i, CheckReport& report) {
+  if (expect.is_undecidable(i) && !expect.alternatives.count(i)) {
+    ++bc.undecidable;
+    return;
+  }
   ++bc.checked;
   const double got = out.value(i);
   const double want = expect.data.value(i);
@@ -220,8 +256,10 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
     expect.resize(final.size());
     for (std::size_t b = 0; b < final.size(); ++b) expect[b].data = final[b];
     const std::vector<double> exact;
+    const std::vector<std::uint8_t> decided;
     for (std::uint32_t ti : a.order)
-      apply_task(g.tasks()[ti], a.in[ti], a.out[ti], Source{final[a.in[ti].buffer], exact}, expect[a.out[ti].buffer]);
+      apply_task(g.tasks()[ti], a.in[ti], a.out[ti], Source{final[a.in[ti].buffer], exact, decided},
+                 expect[a.out[ti].buffer]);
   } else {
     expect = run_reference(g, a, initial);
   }
@@ -241,11 +279,17 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
 
 std::string CheckReport::summary() const {
   std::size_t bad = 0;
-  for (const BufferCheck& b : buffers) bad += b.mismatches > 0;
-  return fmt::format("check {}: max relative error {:.3g} (tolerance {:.0e}; {}, {} buffers{})",
+  std::int64_t checked = 0, undecidable = 0;
+  for (const BufferCheck& b : buffers) {
+    bad += b.mismatches > 0;
+    checked += b.checked;
+    undecidable += b.undecidable;
+  }
+  return fmt::format("check {}: max relative error {:.3g} (tolerance {:.0e}; {}; {} elements in {} buffers{}{})",
                      passed ? "passed" : "FAILED", max_error, kCheckTolerance,
-                     per_task ? "each task against its own inputs" : "whole graph from the initial data",
-                     buffers.size(), bad ? fmt::format(", {} with mismatches", bad) : "");
+                     per_task ? "each task against its own inputs" : "whole graph from the initial data", checked,
+                     buffers.size(), bad ? fmt::format(", {} with mismatches", bad) : "",
+                     undecidable ? fmt::format(", {} undecidable after argmax near-ties", undecidable) : "");
 }
 
 std::string CheckReport::details() const {

@@ -7,7 +7,8 @@
 //   bit for bit.
 // - whole graph (anything else): the reference runs the graph from the initial data, carrying for each element
 //   the magnitude its float32 error may reach (propagated through every op), and the final buffers are compared
-//   with that. argmax accepts any index whose reference value ties the maximum within the propagated error.
+//   with that. argmax accepts any index whose reference value ties the maximum within the propagated error;
+//   i32 values computed from such a near-tie depend on the executor's pick and are counted as undecidable.
 // In both, elements no task writes must still hold their initial bits, and a float32 element passes when
 // |out - ref| <= tolerance * scale (kernels/reference.hpp).
 #pragma once
@@ -29,6 +30,7 @@ struct BufferCheck {
   bool written = false;        // some task writes it
   std::int64_t checked = 0;    // elements compared
   std::int64_t mismatches = 0; // elements outside tolerance
+  std::int64_t undecidable = 0; // i32 elements downstream of an argmax near-tie (whole-graph check only)
   double max_error = 0.0;      // max |out - ref| / scale over its float elements (0 when all exact)
   std::int64_t worst_index = -1;
   double worst_out = 0.0;

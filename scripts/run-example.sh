@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: builds, then runs the example pipeline (MoE-style routing statistics by default) with --check,
+# on the GPU when one is present, else on the CPU reference backend with a one-line notice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh >/dev/null
+graph=${1:-examples/graphs/attention_rows.json}
+shift || true
+exec "${GRIDFLOW_BUILD_DIR:-build}/gridflow" run "$graph" --check --repeat 20 "$@"

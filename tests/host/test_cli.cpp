@@ -1,0 +1,143 @@
+// The gridflow command line: behaviour, output and exit codes (0 ok, 1 runtime failure, 2 bad input).
+#include "runtime/device.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cli : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gridflow_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p;
+  }
+
+  Result run(const std::string& args) {
+    const std::string cmd = "cd '" + dir_.string() + "' && '" GRIDFLOW_CLI_PATH "' " + args + " > out.txt 2> err.txt";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out.txt"), slurp(dir_ / "err.txt")};
+  }
+
+  fs::path dir_;
+};
+
+const char* kGraph = R"({"gridflow": 1, "name": "t",
+  "buffers": [{"name": "x", "dtype": "f32", "shape": [8, 40], "init": {"uniform": {"seed": 3}}},
+              {"name": "y", "dtype": "f32", "shape": [8, 40], "save": "y.bin"},
+              {"name": "s", "dtype": "f32", "shape": [1]}],
+  "tasks": [{"name": "sm", "op": "softmax", "in": "x", "out": "y"},
+            {"name": "sum", "op": "reduce", "fn": "sum", "in": "y", "out": "s"}]})";
+
+TEST_F(Cli, ValidateGoodGraph) {
+  const Result r = run("validate " + write("g.json", kGraph).string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("valid: graph 't', 3 buffers, 2 tasks, 1 dependencies, 2 levels"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, MalformedJsonIsExitTwoWithOneLine) {
+  const Result r = run("validate " + write("bad.json", "{\"gridflow\": 1,\n  \"buffers\": [,]}").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.json:2:"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(Cli, GarbageInputDoesNotCrash) {
+  std::string junk;
+  for (int i = 0; i < 4096; ++i) junk.push_back(static_cast<char>((i * 7919) & 0xff));
+  const Result r = run("run " + write("junk.json", junk).string() + " --backend cpu");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("gridflow: error:"), std::string::npos);
+}
+
+TEST_F(Cli, InvalidGraphNamesTaskAndField) {
+  std::string g = kGraph;
+  g.replace(g.find("\"in\": \"y\""), 9, "\"in\": \"q\"");
+  const Result r = run("validate " + write("g.json", g).string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("task 'sum': in.buffer = 'q': no buffer of that name"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RunCheckOnCpuInEveryMode) {
+  const fs::path g = write("g.json", kGraph);
+  for (const char* mode : {"grid-sync", "barrier", "flags", "sentinel"}) {
+    const Result r = run("run " + g.string() + " --backend cpu --check --workers 3 --mode " + mode);
+    EXPECT_EQ(r.code, 0) << mode << ": " << r.err;
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string("mode=") + mode), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "y.bin")); // saved where gridflow ran
+  EXPECT_EQ(fs::file_size(dir_ / "y.bin"), 8u * 40u * 4u);
+}
+
+TEST_F(Cli, RunRepeatReportsAMedian) {
+  const Result r = run("run " + write("g.json", kGraph).string() + " --backend cpu --repeat 3 --warmup 1");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("median of 3 runs"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, AutoBackendFallsBackToCpuWithANotice) {
+  if (gridflow::probe_gpu().available) GTEST_SKIP() << "a GPU is present: no fallback to see";
+  const Result r = run("run " + write("g.json", kGraph).string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("running on the CPU reference backend"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, GpuBackendWithoutGpuIsARuntimeFailure) {
+  if (gridflow::probe_gpu().available) GTEST_SKIP() << "a GPU is present";
+  const Result r = run("run " + write("g.json", kGraph).string() + " --backend gpu");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+}
+
+TEST_F(Cli, UsageErrorsAreExitTwo) {
+  EXPECT_EQ(run("").code, 2);
+  EXPECT_EQ(run("frobnicate").code, 2);
+  EXPECT_EQ(run("run").code, 2);                            // missing GRAPH
+  EXPECT_EQ(run("run g.json --mode fastest").code, 2);      // bad choice
+  EXPECT_EQ(run("run missing.json --backend cpu").code, 2); // cannot open
+}
+
+TEST_F(Cli, HelpOnEverySubcommand) {
+  for (const char* sub : {"", "validate", "lower", "run"}) {
+    const Result r = run(std::string(sub) + " --help");
+    EXPECT_EQ(r.code, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;
+  }
+}
+
+TEST_F(Cli, LowerPrintsTheProgram) {
+  const Result r = run("lower " + write("g.json", kGraph).string() + " --blocks 4 --schedule static --list-blocks");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("softmax_rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("block    3:"), std::string::npos) << r.out;
+}
+
+} // namespace

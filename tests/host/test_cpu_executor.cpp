@@ -1,0 +1,247 @@
+// The CPU executor: every op against the references, every sync mode and schedule, bit-identical results
+// across modes and worker counts, the watchdog, corrupt programs.
+#include "runtime/cpu_executor.hpp"
+#include "runtime/errors.hpp"
+#include "scheduler/session.hpp"
+#include "tests/common/run_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <limits>
+
+namespace gridflow {
+namespace {
+
+SessionOptions cpu_options(SyncMode mode, std::uint32_t workers = 4, Schedule schedule = Schedule::dynamic) {
+  SessionOptions o;
+  o.backend = Backend::cpu;
+  o.mode = mode;
+  o.schedule = schedule;
+  o.cpu_workers = workers;
+  o.exec.timeout_ns = 20'000'000'000ull;
+  o.exec.trace = true;
+  return o;
+}
+
+// Runs g in every mode with the given workers; checks references and traces; returns the results of the first.
+std::vector<HostTensor> run_everywhere(const Graph& g, std::uint32_t workers, TilePolicy tiles = {}) {
+  std::vector<HostTensor> first;
+  for (Schedule schedule : {Schedule::dynamic, Schedule::static_list})
+    for (SyncMode mode : kAllSyncModes) {
+      SessionOptions o = cpu_options(mode, workers, schedule);
+      o.tiles = tiles;
+      Session s(g, o);
+      const RunResult r = s.run();
+      const CheckReport c = s.check();
+      EXPECT_TRUE(c.passed) << to_string(mode) << ": " << c.summary() << "\n" << c.details();
+      EXPECT_EQ(testing::trace_violation(s.program(), r), "") << to_string(mode);
+      if (first.empty()) {
+        first = s.results();
+      } else {
+        for (std::size_t b = 0; b < first.size(); ++b)
+          EXPECT_TRUE(std::equal(first[b].bits().begin(), first[b].bits().end(), s.results()[b].bits().begin()))
+              << "buffer " << g.buffers()[b].name << " differs in mode " << to_string(mode) << " schedule "
+              << to_string(schedule);
+      }
+    }
+  return first;
+}
+
+Graph every_op_graph(std::int64_t n, std::int64_t rows, std::int64_t cols) {
+  Graph g("ops");
+  g.add_buffer("v", DType::f32, {n}, InitUniform{-1, 1, 11});
+  g.add_buffer("vi", DType::i32, {n}, InitUniform{-1000, 1000, 12});
+  g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-5, 5, 13});
+  g.add_buffer("mi", DType::i32, {rows, cols}, InitUniform{-9, 9, 14});
+  for (const char* fn : {"sum", "max", "min", "argmax"}) {
+    const ReduceFn f = *parse_reduce_fn(fn);
+    const DType out = f == ReduceFn::argmax ? DType::i32 : DType::f32;
+    const DType outi = DType::i32;
+    g.add_buffer(std::string("r_") + fn, out, {1});
+    g.add_buffer(std::string("ri_") + fn, outi, {1});
+    g.add_buffer(std::string("rr_") + fn, out, {rows});
+    g.add_buffer(std::string("rri_") + fn, outi, {rows});
+    g.reduce(std::string("reduce_") + fn, "v", std::string("r_") + fn, f);
+    g.reduce(std::string("reducei_") + fn, "vi", std::string("ri_") + fn, f);
+    g.reduce(std::string("rowreduce_") + fn, "m", std::string("rr_") + fn, f, Axis::row);
+    g.reduce(std::string("rowreducei_") + fn, "mi", std::string("rri_") + fn, f, Axis::row);
+  }
+  for (const char* fn : {"sum", "max"})
+    for (bool ex : {false, true}) {
+      const ScanFn f = *parse_scan_fn(fn);
+      const std::string tag = std::string(fn) + (ex ? "_ex" : "_in");
+      g.add_buffer("s_" + tag, DType::f32, {n});
+      g.add_buffer("si_" + tag, DType::i32, {n});
+      g.add_buffer("sr_" + tag, DType::f32, {rows, cols});
+      g.add_buffer("sri_" + tag, DType::i32, {rows, cols});
+      g.scan("scan_" + tag, "v", "s_" + tag, f, ex);
+      g.scan("scani_" + tag, "vi", "si_" + tag, f, ex);
+      g.scan("rowscan_" + tag, "m", "sr_" + tag, f, ex, Axis::row);
+      g.scan("rowscani_" + tag, "mi", "sri_" + tag, f, ex, Axis::row);
+    }
+  g.add_buffer("sm", DType::f32, {rows, cols});
+  g.add_buffer("lsm", DType::f32, {rows, cols});
+  g.softmax("softmax", "m", "sm");
+  g.softmax("logsoftmax", "m", "lsm", true);
+  return g;
+}
+
+TEST(CpuExecutor, EveryOpEveryModeSmallTiles) {
+  TilePolicy small;
+  small.reduce_min_tile = 64; // many tiles per task: exercises partial combines and the look-back tree
+  small.row_tile_elements = 200;
+  small.scan_items_per_thread = 1;
+  for (std::int64_t n : {1, 31, 32, 33, 1023, 1025, 4099})
+    run_everywhere(every_op_graph(n, 7, n % 100 + 1), 3, small);
+}
+
+TEST(CpuExecutor, LargeScanUsesThreeLookbackLevels) {
+  Graph g("big-scan");
+  g.add_buffer("v", DType::f32, {300000}, InitUniform{-1, 1, 5});
+  g.add_buffer("s", DType::f32, {300000});
+  g.scan("scan", "v", "s", ScanFn::sum);
+  TilePolicy tiny;
+  tiny.scan_items_per_thread = 1; // 256-element tiles: 1172 tiles, three tree levels
+  run_everywhere(g, 4, tiny);
+}
+
+TEST(CpuExecutor, RowsShapes) {
+  TilePolicy p;
+  p.row_tile_elements = 5000;
+  run_everywhere(every_op_graph(10, 7, 100001), 4, p);
+  run_everywhere(every_op_graph(10, 100000, 7), 4, p);
+}
+
+TEST(CpuExecutor, ZeroLengthTasksWriteIdentities) {
+  Graph g("empty");
+  g.add_buffer("x", DType::f32, {8}, InitUniform{});
+  g.add_buffer("s", DType::f32, {1});
+  g.add_buffer("m", DType::f32, {1});
+  g.add_buffer("a", DType::i32, {1});
+  g.add_buffer("e", DType::f32, {0, 4}, InitConstant{1});
+  g.add_buffer("e2", DType::f32, {0, 4});
+  g.reduce("sum0", ViewSpec::range("x", 2, 0), "s", ReduceFn::sum);
+  g.reduce("max0", ViewSpec::range("x", 2, 0), "m", ReduceFn::max);
+  g.reduce("arg0", ViewSpec::range("x", 2, 0), "a", ReduceFn::argmax);
+  g.softmax("sm0", "e", "e2");
+  const auto out = run_everywhere(g, 2);
+  EXPECT_EQ(out[1].f32()[0], 0.0f);
+  EXPECT_EQ(out[2].f32()[0], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(out[3].i32()[0], -1);
+}
+
+TEST(CpuExecutor, InPlaceAndHazardsAreOrdered) {
+  Graph g("hazards");
+  g.add_buffer("x", DType::f32, {16, 64}, InitUniform{-2, 2, 3});
+  g.add_buffer("r", DType::f32, {16});
+  g.add_buffer("t", DType::f32, {1});
+  g.reduce("before", "x", "r", ReduceFn::max, Axis::row);
+  g.softmax("inplace", "x", "x"); // WAR with "before"
+  g.scan("again", "x", "x", ScanFn::sum, false, Axis::row);
+  g.reduce("after", "x", "t", ReduceFn::sum);
+  run_everywhere(g, 5);
+}
+
+TEST(CpuExecutor, WatchdogTurnsALostSignalIntoAnErrorAndTheExecutorRecovers) {
+  Graph g("lost");
+  g.add_buffer("x", DType::f32, {64, 128}, InitUniform{});
+  g.add_buffer("y", DType::f32, {64, 128});
+  g.add_buffer("r", DType::f32, {64});
+  g.softmax("producer", "x", "y");
+  g.reduce("consumer", "y", "r", ReduceFn::sum, Axis::row);
+  for (bool per_tile : {false, true}) {
+    SessionOptions o = cpu_options(SyncMode::flags, 3);
+    o.per_tile_deps = per_tile;
+    o.exec.timeout_ns = 200'000'000ull;
+    o.exec.fault_skip_signal_tile = 0; // the producer's first tile never signals
+    Session s(g, o);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      s.run();
+      FAIL() << "expected a DeviceError";
+    } catch (const DeviceError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("watchdog"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("'consumer'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("'producer'"), std::string::npos) << msg;
+      EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::watchdog_timeout));
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+    // The executor reset itself: the same session runs correctly next.
+    SessionOptions clean = o;
+    clean.exec.fault_skip_signal_tile = program::kNoTile;
+    Session again(g, clean);
+    again.run();
+    EXPECT_TRUE(again.check().passed);
+  }
+}
+
+TEST(CpuExecutor, SameExecutorRunsAgainAfterAWatchdogError) {
+  Graph g("lost2");
+  g.add_buffer("x", DType::f32, {4096}, InitUniform{});
+  g.add_buffer("y", DType::f32, {4096});
+  g.add_buffer("s", DType::f32, {1});
+  g.scan("a", "x", "y", ScanFn::sum);
+  g.reduce("b", "y", "s", ReduceFn::sum);
+  SessionOptions o = cpu_options(SyncMode::flags, 2);
+  o.exec.timeout_ns = 100'000'000ull;
+  Session s(g, o);
+  ExecOptions bad = o.exec;
+  bad.fault_skip_signal_tile = 0;
+  EXPECT_THROW(s.executor().run(bad), DeviceError);
+  s.run(); // epoch and counters were reset: no stale state
+  EXPECT_TRUE(s.check().passed);
+  s.run();
+  EXPECT_TRUE(s.check().passed);
+}
+
+TEST(CpuExecutor, CorruptOpcodeIsAnErrorNotACrash) {
+  Graph g("corrupt");
+  g.add_buffer("x", DType::f32, {100}, InitUniform{});
+  g.add_buffer("s", DType::f32, {1});
+  g.reduce("r", "x", "s", ReduceFn::sum);
+  LoweringOptions lo;
+  lo.grid_blocks = 2;
+  LoweredProgram p = lower(g, analyze(g), lo);
+  p.tasks[0].opcode = 99;
+  CpuExecutor ex(std::move(p));
+  try {
+    ex.run();
+    FAIL() << "expected a DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_opcode));
+    EXPECT_NE(std::string(e.what()).find("unknown opcode 99"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuExecutor, RepeatedRunsNeedNoReset) {
+  Graph g = every_op_graph(1000, 5, 50);
+  Session s(g, cpu_options(SyncMode::flags, 4));
+  for (int i = 0; i < 5; ++i) {
+    s.run();
+    ASSERT_TRUE(s.check().passed) << "run " << i;
+  }
+  for (SyncMode m : {SyncMode::barrier, SyncMode::grid_sync, SyncMode::sentinel}) {
+    Session t(g, cpu_options(m, 3));
+    for (int i = 0; i < 4; ++i) {
+      t.run();
+      ASSERT_TRUE(t.check().passed) << to_string(m) << " run " << i;
+    }
+  }
+}
+
+TEST(CpuExecutor, SentinelKernelFill) {
+  Graph g = every_op_graph(500, 6, 40);
+  SessionOptions o = cpu_options(SyncMode::sentinel, 4);
+  o.exec.sentinel_fill = SentinelFill::kernel;
+  Session s(g, o);
+  for (int i = 0; i < 3; ++i) {
+    const RunResult r = s.run();
+    EXPECT_TRUE(s.check().passed);
+    EXPECT_EQ(r.barriers_per_block, 1u);
+  }
+}
+
+} // namespace
+} // namespace gridflow

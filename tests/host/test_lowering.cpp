@@ -1,0 +1,206 @@
+// Lowering: tiling policy, dependency lowering per mode, levels, arena layout, static schedules.
+#include "runtime/protocol.hpp"
+#include "runtime/tiles.hpp"
+#include "scheduler/analysis.hpp"
+#include "scheduler/errors.hpp"
+#include "scheduler/lowering.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+namespace gridflow {
+namespace {
+
+using program::DepKind;
+using program::Opcode;
+
+LoweredProgram lower_graph(const Graph& g, SyncMode mode, std::uint32_t blocks = 132,
+                           Schedule schedule = Schedule::dynamic, bool per_tile = true) {
+  LoweringOptions o;
+  o.mode = mode;
+  o.grid_blocks = blocks;
+  o.schedule = schedule;
+  o.per_tile_deps = per_tile;
+  return lower(g, analyze(g), o);
+}
+
+Graph chain_graph() {
+  Graph g("chain");
+  g.add_buffer("x", DType::f32, {64, 1024}, InitUniform{});
+  g.add_buffer("y", DType::f32, {64, 1024});
+  g.add_buffer("r", DType::f32, {64});
+  g.add_buffer("s", DType::f32, {1});
+  g.softmax("sm", "x", "y");
+  g.reduce("rows", "y", "r", ReduceFn::sum, Axis::row);
+  g.reduce("total", "r", "s", ReduceFn::sum);
+  return g;
+}
+
+TEST(Lowering, TilesScaleWithTheData) {
+  Graph g("sizes");
+  g.add_buffer("small", DType::f32, {16384}, InitUniform{});
+  g.add_buffer("big", DType::f32, {std::int64_t{1} << 26}, InitUniform{});
+  g.add_buffer("o1", DType::f32, {1});
+  g.add_buffer("o2", DType::f32, {1});
+  g.reduce("small", "small", "o1", ReduceFn::sum);
+  g.reduce("big", "big", "o2", ReduceFn::sum);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 132);
+  EXPECT_LE(p.tasks[0].num_tiles, 8u);   // a 16K reduce wants a few blocks
+  EXPECT_GE(p.tasks[1].num_tiles, 132u); // a 256 MiB reduce wants every SM
+  for (const auto& t : p.tasks) EXPECT_EQ(t.tile_size % 1024, 0);
+}
+
+TEST(Lowering, EveryItemIsCoveredExactlyOnce) {
+  const LoweredProgram p = lower_graph(chain_graph(), SyncMode::flags);
+  for (const auto& t : p.tasks) {
+    std::int64_t covered = 0;
+    for (std::uint32_t k = 0; k < t.num_tiles; ++k) {
+      const auto r = program::tile_items(t, k);
+      EXPECT_EQ(r.begin, covered);
+      covered = r.end;
+      EXPECT_GT(r.size(), 0);
+    }
+    EXPECT_EQ(covered, program::task_items(t));
+  }
+}
+
+TEST(Lowering, LevelModesHaveNoDependencyEntries) {
+  for (SyncMode m : {SyncMode::grid_sync, SyncMode::barrier}) {
+    const LoweredProgram p = lower_graph(chain_graph(), m);
+    EXPECT_TRUE(p.deps.empty());
+    EXPECT_EQ(p.barriers_per_run, 2u);
+    ASSERT_EQ(p.level_begin.size(), 4u);
+    EXPECT_EQ(p.level_begin.back(), p.tiles.size());
+    for (std::uint32_t l = 0; l < 3; ++l)
+      for (std::uint32_t g = p.level_begin[l]; g < p.level_begin[l + 1]; ++g) EXPECT_EQ(p.tasks[p.tiles[g].task].level, l);
+  }
+}
+
+TEST(Lowering, RowConsumersWaitOnlyForTheirProducerTiles) {
+  const LoweredProgram p = lower_graph(chain_graph(), SyncMode::flags);
+  const auto& sm = p.tasks[0];
+  const auto& rows = p.tasks[1];
+  EXPECT_TRUE(sm.flags & program::kSignalTiles);
+  EXPECT_TRUE(p.uses_tile_flags);
+  for (std::uint32_t k = 0; k < rows.num_tiles; ++k) {
+    const auto& tile = p.tiles[rows.first_tile + k];
+    ASSERT_EQ(tile.dep_count, 1u);
+    const auto& d = p.deps[tile.dep_first];
+    EXPECT_EQ(d.kind, static_cast<std::uint32_t>(DepKind::tiles));
+    // The producer tiles cover exactly the consumer's rows.
+    const auto r = program::tile_items(rows, k);
+    EXPECT_LE(program::tile_items(sm, d.tile_begin).begin, r.begin);
+    EXPECT_GE(program::tile_items(sm, d.tile_end - 1).end, r.end);
+  }
+  // reduce_all's single output is not tile-local: its consumer waits for the whole task.
+  const auto& total = p.tasks[2];
+  const auto& d = p.deps[p.tiles[total.first_tile].dep_first];
+  EXPECT_EQ(d.kind, static_cast<std::uint32_t>(DepKind::task));
+}
+
+TEST(Lowering, NoTileDepsMeansWholeTasks) {
+  const LoweredProgram p = lower_graph(chain_graph(), SyncMode::flags, 132, Schedule::dynamic, false);
+  EXPECT_FALSE(p.uses_tile_flags);
+  for (const auto& d : p.deps) EXPECT_EQ(d.kind, static_cast<std::uint32_t>(DepKind::task));
+}
+
+TEST(Lowering, SentinelModePollsEligibleEdgesAndCountsTheRest) {
+  Graph g = chain_graph();
+  g.add_buffer("k", DType::i32, {64}, InitIota{});
+  g.add_buffer("ks", DType::i32, {64});
+  g.add_buffer("kt", DType::i32, {1});
+  g.scan("ks", "k", "ks", ScanFn::sum);
+  g.reduce("kt", "ks", "kt", ReduceFn::sum); // i32 producer: no sentinel possible
+  const LoweredProgram p = lower_graph(g, SyncMode::sentinel);
+  EXPECT_TRUE(p.buffers[1].sentinel);  // y
+  EXPECT_TRUE(p.buffers[2].sentinel);  // r
+  EXPECT_FALSE(p.buffers[5].sentinel); // ks (i32)
+  auto task_named = [&](const std::string& n) {
+    return static_cast<std::uint32_t>(std::find(p.task_names.begin(), p.task_names.end(), n) - p.task_names.begin());
+  };
+  EXPECT_TRUE(p.tasks[task_named("rows")].flags & program::kPollInputs);
+  EXPECT_EQ(p.tiles[p.tasks[task_named("rows")].first_tile].dep_count, 0u);
+  EXPECT_EQ(p.tiles[p.tasks[task_named("kt")].first_tile].dep_count, 1u);
+}
+
+TEST(Lowering, ArenaLayoutIsLineAligned) {
+  Graph g = chain_graph();
+  g.add_buffer("v", DType::f32, {100000}, InitUniform{});
+  g.add_buffer("vs", DType::f32, {100000});
+  g.scan("scan", "v", "vs", ScanFn::sum);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags);
+  for (std::uint64_t off : {p.layout.claim, p.layout.task_done, p.layout.tile_flags, p.layout.barrier, p.layout.scratch})
+    EXPECT_EQ(off % program::kLine, 0u);
+  EXPECT_GE(p.layout.claim, sizeof(program::ControlBlock));
+  for (const auto& t : p.tasks) {
+    EXPECT_EQ(t.scratch % program::kLine, 0u);
+    EXPECT_LE(t.scratch, p.layout.total);
+  }
+  const auto& scan = p.tasks[std::find(p.task_names.begin(), p.task_names.end(), "scan") - p.task_names.begin()];
+  EXPECT_EQ(scan.opcode, static_cast<std::uint32_t>(Opcode::scan_all));
+  EXPECT_GT(scan.num_tiles, 1u);
+  EXPECT_LE(scan.scratch + 8 * protocol::lookback_words(scan.num_tiles), p.layout.total);
+}
+
+TEST(Lowering, SingleRowOpsLowerToWholeRange) {
+  Graph g("one-row");
+  g.add_buffer("x", DType::f32, {1, 50000}, InitUniform{});
+  g.add_buffer("s", DType::f32, {1});
+  g.add_buffer("c", DType::f32, {1, 50000});
+  g.reduce("r", "x", "s", ReduceFn::sum, Axis::row);
+  g.scan("c", "x", "c", ScanFn::sum, false, Axis::row);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags);
+  EXPECT_EQ(p.tasks[0].opcode, static_cast<std::uint32_t>(Opcode::reduce_all));
+  EXPECT_EQ(p.tasks[1].opcode, static_cast<std::uint32_t>(Opcode::scan_all));
+}
+
+TEST(Lowering, StaticScheduleCoversEveryTileInIncreasingOrder) {
+  for (SyncMode m : kAllSyncModes) {
+    const LoweredProgram p = lower_graph(chain_graph(), m, 7, Schedule::static_list);
+    ASSERT_EQ(p.block_begin.size(), 8u);
+    std::set<std::uint32_t> seen;
+    for (std::uint32_t b = 0; b < 7; ++b)
+      for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) {
+        EXPECT_TRUE(seen.insert(p.block_tiles[i]).second);
+        if (i > p.block_begin[b]) {
+          EXPECT_LT(p.block_tiles[i - 1], p.block_tiles[i]); // increasing lists: deadlock freedom
+        }
+      }
+    EXPECT_EQ(seen.size(), p.tiles.size());
+  }
+}
+
+TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
+  Graph g("rowchain");
+  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{});
+  for (int i = 1; i <= 8; ++i) {
+    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
+    g.softmax("s" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
+  }
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 16, Schedule::static_list);
+  std::vector<std::uint32_t> block_of(p.tiles.size());
+  for (std::uint32_t b = 0; b < 16; ++b)
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) block_of[p.block_tiles[i]] = b;
+  // Tile k of every softmax runs where tile k of the previous one ran.
+  for (std::size_t t = 1; t < p.tasks.size(); ++t)
+    for (std::uint32_t k = 0; k < p.tasks[t].num_tiles; ++k)
+      EXPECT_EQ(block_of[p.tasks[t].first_tile + k], block_of[p.tasks[t - 1].first_tile + k]);
+}
+
+TEST(Lowering, DescribeListsTasks) {
+  const std::string s = describe(lower_graph(chain_graph(), SyncMode::flags));
+  EXPECT_NE(s.find("softmax_rows"), std::string::npos);
+  EXPECT_NE(s.find("waits for tiles"), std::string::npos);
+}
+
+TEST(Lowering, RejectsBadShapes) {
+  LoweringOptions o;
+  o.threads_per_block = 100;
+  const Graph g = chain_graph();
+  EXPECT_THROW(lower(g, analyze(g), o), GraphError);
+}
+
+} // namespace
+} // namespace gridflow
