@@ -30,9 +30,8 @@ namespace {
 // One CPU worker as an interpreter Block: a single thread, always the leader, no block barrier needed.
 class CpuBlock {
 public:
-  CpuBlock(const program::ProgramView& v, const program::RunParams& r, std::uint32_t index,
-           const std::vector<std::int64_t>& sentinel_elements)
-      : v_(v), r_(r), index_(index), sentinel_elements_(sentinel_elements) {}
+  CpuBlock(const program::ProgramView& v, const program::RunParams& r, std::uint32_t index)
+      : v_(v), r_(r), index_(index) {}
 
   const program::ProgramView& view() const { return v_; }
   const program::RunParams& params() const { return r_; }
@@ -42,7 +41,7 @@ public:
   std::uint32_t share(std::uint32_t v) { return v; }
   std::uint32_t smid() const { return index_; }
   bool execute(std::uint32_t tile) { return cpu::execute_tile(v_, r_, index_, tile); }
-  void fill_sentinels() { cpu::fill_sentinels(v_, sentinel_elements_, index_, v_.grid_blocks); }
+  void fill_sentinels() { cpu::fill_sentinels(v_, index_, v_.grid_blocks); }
   bool level_barrier(std::uint64_t generation) {
     // Both level modes use gridflow's barrier on the CPU (cooperative_groups exists only on the GPU).
     const program::Arena arena{v_.state, v_.layout};
@@ -55,7 +54,6 @@ private:
   const program::ProgramView& v_;
   const program::RunParams& r_;
   std::uint32_t index_;
-  const std::vector<std::int64_t>& sentinel_elements_;
 };
 
 } // namespace
@@ -90,17 +88,15 @@ void CpuExecutor::reset_state() {
 RunResult CpuExecutor::run(const ExecOptions& options) {
   const LoweredProgram& p = program_;
   std::vector<void*> table(buffers_.size());
-  std::vector<std::int64_t> sentinel_elements(buffers_.size(), -1);
-  for (std::size_t b = 0; b < buffers_.size(); ++b) {
-    table[b] = buffers_[b].data();
-    if (p.buffers[b].sentinel) sentinel_elements[b] = p.buffers[b].elements;
-  }
+  for (std::size_t b = 0; b < buffers_.size(); ++b) table[b] = buffers_[b].data();
+  const std::vector<std::int64_t> sentinels = sentinel_elements(p);
   if (epoch_ == 0xfffffff0u) reset_state(); // epochs are 32-bit in flags and look-back words
 
   const program::ProgramView v =
       make_view(p, {p.tasks.data(), p.tiles.data(), p.deps.data(), p.level_begin.data(),
                     p.block_begin.empty() ? nullptr : p.block_begin.data(),
-                    p.block_tiles.empty() ? nullptr : p.block_tiles.data(), table.data(), arena_->bytes});
+                    p.block_tiles.empty() ? nullptr : p.block_tiles.data(), table.data(), sentinels.data(),
+                    arena_->bytes});
 
   const bool kernel_fill = p.mode == SyncMode::sentinel && options.sentinel_fill == SentinelFill::kernel;
   RunResult result;
@@ -122,13 +118,13 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   r.fault_skip_signal_tile = options.fault_skip_signal_tile;
 
   const auto start = std::chrono::steady_clock::now();
-  if (p.mode == SyncMode::sentinel && !kernel_fill) cpu::fill_sentinels(v, sentinel_elements, 0, 1);
+  if (p.mode == SyncMode::sentinel && !kernel_fill) cpu::fill_sentinels(v, 0, 1);
   {
     std::vector<std::jthread> workers;
     workers.reserve(p.grid_blocks);
     for (std::uint32_t w = 0; w < p.grid_blocks; ++w)
       workers.emplace_back([&, w] {
-        CpuBlock blk(v, r, w, sentinel_elements);
+        CpuBlock blk(v, r, w);
         program::interpret(blk);
       });
   }

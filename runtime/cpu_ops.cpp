@@ -303,12 +303,11 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
   }
 }
 
-void fill_sentinels(const program::ProgramView& view, const std::vector<std::int64_t>& elements, std::uint32_t part,
-                    std::uint32_t parts) {
+void fill_sentinels(const program::ProgramView& view, std::uint32_t part, std::uint32_t parts) {
   for (std::uint32_t b = 0; b < view.num_buffers; ++b) {
-    if (elements[b] < 0) continue; // not a sentinel buffer
+    const std::int64_t n = view.sentinel_elements[b];
+    if (n < 0) continue; // not a sentinel buffer
     auto* words = static_cast<std::uint32_t*>(view.buffers[b]);
-    const std::int64_t n = elements[b];
     const std::int64_t lo = n * part / parts, hi = n * (part + 1) / parts;
     for (std::int64_t i = lo; i < hi; ++i)
       protocol::atomic_ref<std::uint32_t>(words[i]).store(program::kSentinelBits, cuda::std::memory_order_relaxed);

@@ -13,8 +13,7 @@ namespace gridflow::cpu {
 bool execute_tile(const program::ProgramView& view, const program::RunParams& params, std::uint32_t worker,
                   std::uint32_t tile);
 
-// Fills part `part` of `parts` of every sentinel buffer (elements[b] >= 0) with the sentinel payload.
-void fill_sentinels(const program::ProgramView& view, const std::vector<std::int64_t>& elements, std::uint32_t part,
-                    std::uint32_t parts);
+// Fills part `part` of `parts` of every sentinel buffer with the sentinel payload.
+void fill_sentinels(const program::ProgramView& view, std::uint32_t part, std::uint32_t parts);
 
 } // namespace gridflow::cpu

@@ -11,6 +11,7 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.block_begin = a.block_begin;
   v.block_tiles = a.block_tiles;
   v.buffers = a.buffers;
+  v.sentinel_elements = a.sentinel_elements;
   v.state = a.state;
   v.layout = p.layout;
   v.num_tasks = static_cast<std::uint32_t>(p.tasks.size());
@@ -24,6 +25,12 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.barriers_per_run = p.barriers_per_run;
   v.uses_tile_flags = p.uses_tile_flags ? 1u : 0u;
   return v;
+}
+
+std::vector<std::int64_t> sentinel_elements(const LoweredProgram& p) {
+  std::vector<std::int64_t> out;
+  for (const BufferInfo& b : p.buffers) out.push_back(b.sentinel ? b.elements : -1);
+  return out;
 }
 
 } // namespace gridflow

@@ -50,6 +50,7 @@ struct ProgramView {
   const std::uint32_t* block_begin = nullptr; // null: dynamic claim
   const std::uint32_t* block_tiles = nullptr;
   void* const* buffers = nullptr;
+  const std::int64_t* sentinel_elements = nullptr; // per buffer: elements to pre-fill in sentinel mode, or -1
   unsigned char* state = nullptr;
   StateLayout layout;
   std::uint32_t num_tasks = 0;
@@ -85,6 +86,7 @@ struct ProgramArrays {
   const std::uint32_t* block_begin = nullptr; // null when the program has no static schedule
   const std::uint32_t* block_tiles = nullptr;
   void* const* buffers = nullptr;
+  const std::int64_t* sentinel_elements = nullptr;
   unsigned char* state = nullptr;
 };
 
@@ -92,5 +94,8 @@ struct ProgramArrays {
 
 // The ProgramView of `program` whose arrays live at `arrays`.
 program::ProgramView make_view(const LoweredProgram& program, const program::ProgramArrays& arrays);
+
+// Per buffer: how many elements sentinel mode pre-fills (-1: not a sentinel buffer).
+std::vector<std::int64_t> sentinel_elements(const LoweredProgram& program);
 
 } // namespace gridflow

@@ -1,5 +1,6 @@
 #include "scheduler/session.hpp"
 
+#include "kernels/tile_shapes.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
@@ -53,6 +54,7 @@ Session::Session(Graph graph, SessionOptions options)
     const GpuShape shape = plan_gpu_shape(options_.threads_per_block, options_.blocks_per_sm);
     lo.grid_blocks = shape.grid_blocks;
     lo.threads_per_block = shape.threads_per_block;
+    lo.tiles.scan_items_per_thread = static_cast<std::uint32_t>(kernels::scan_items_for(static_cast<int>(shape.threads_per_block)));
     executor_ = make_gpu_executor(lower(graph_, analysis_, lo), shape);
   }
   spdlog::debug("session: {} tasks -> {} tiles on {}", graph_.tasks().size(), program().tiles.size(),

@@ -1,0 +1,196 @@
+// The GPU executor: owns the device copy of a lowered program, its buffers and its state arena, and launches
+// the megakernel cooperatively. Plain C++ over the CUDA runtime API; the kernels live in kernels.cu.
+#include "runtime/device.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/gpu/device_memory.hpp"
+#include "runtime/gpu/kernel_table.hpp"
+#include "runtime/gpu_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gridflow {
+namespace gpu {
+
+namespace {
+
+class GpuExecutor final : public Executor {
+public:
+  GpuExecutor(LoweredProgram program, const GpuShape& shape) : p_(std::move(program)), shape_(shape) {
+    if (p_.grid_blocks != shape_.grid_blocks)
+      throw RuntimeError(fmt::format("gpu executor: program lowered for {} blocks, launch shape has {}", p_.grid_blocks,
+                                     shape_.grid_blocks));
+    entry_ = megakernel_entry_for(shape_.threads_per_block);
+    device_ = probe_gpu();
+    d_tasks_ = DeviceBuffer::of(p_.tasks);
+    d_tiles_ = DeviceBuffer::of(p_.tiles);
+    d_deps_ = DeviceBuffer::of(p_.deps);
+    d_levels_ = DeviceBuffer::of(p_.level_begin);
+    d_block_begin_ = DeviceBuffer::of(p_.block_begin);
+    d_block_tiles_ = DeviceBuffer::of(p_.block_tiles);
+    d_sentinels_ = DeviceBuffer::of(sentinel_elements(p_));
+    std::vector<void*> table;
+    for (const BufferInfo& b : p_.buffers) {
+      // At least 16 bytes, so zero-length buffers still have a distinct, aligned address.
+      buffers_.emplace_back(std::max<std::size_t>(16, static_cast<std::size_t>(b.elements) * dtype_size(b.dtype)));
+      table.push_back(buffers_.back().get());
+    }
+    d_table_ = DeviceBuffer::of(table);
+    state_ = DeviceBuffer(p_.layout.total);
+    reset_state();
+    view_ = make_view(p_, {d_tasks_.as<program::TaskDesc>(), d_tiles_.as<program::TileDesc>(),
+                           d_deps_.as<program::DepDesc>(), d_levels_.as<std::uint32_t>(),
+                           p_.block_begin.empty() ? nullptr : d_block_begin_.as<std::uint32_t>(),
+                           p_.block_tiles.empty() ? nullptr : d_block_tiles_.as<std::uint32_t>(),
+                           d_table_.as<void* const>(), d_sentinels_.as<std::int64_t>(),
+                           state_.as<unsigned char>()});
+  }
+
+  const LoweredProgram& program() const override { return p_; }
+
+  std::string describe() const override {
+    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads", device_.name, shape_.grid_blocks,
+                       shape_.blocks_per_sm, shape_.threads_per_block);
+  }
+
+  void upload(std::uint32_t buffer, const HostTensor& data) override {
+    check_buffer(buffer, data);
+    GRIDFLOW_CUDA_CHECK(cudaMemcpy(buffers_.at(buffer).get(), data.data(), data.bytes(), cudaMemcpyHostToDevice));
+  }
+
+  void download(std::uint32_t buffer, HostTensor& data) override {
+    const BufferInfo& b = p_.buffers.at(buffer);
+    data = HostTensor(b.dtype, b.elements);
+    GRIDFLOW_CUDA_CHECK(cudaMemcpy(data.data(), buffers_.at(buffer).get(), data.bytes(), cudaMemcpyDeviceToHost));
+  }
+
+  void fill_bits(std::uint32_t buffer, std::uint32_t bits) override {
+    const BufferInfo& b = p_.buffers.at(buffer);
+    std::vector<std::uint32_t> words(static_cast<std::size_t>(b.elements), bits);
+    GRIDFLOW_CUDA_CHECK(cudaMemcpy(buffers_.at(buffer).get(), words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+  }
+
+  RunResult run(const ExecOptions& options) override {
+    if (epoch_ >= 0xfffffff0u) reset_state();
+    const bool sentinel = p_.mode == SyncMode::sentinel;
+    const bool kernel_fill = sentinel && options.sentinel_fill == SentinelFill::kernel;
+    RunResult result;
+    result.blocks = shape_.grid_blocks;
+    result.barriers_per_block = p_.barriers_per_run + (kernel_fill ? 1u : 0u);
+
+    program::RunParams r;
+    r.epoch = ++epoch_;
+    r.sentinel_fill = kernel_fill ? 1u : 0u;
+    r.barrier_base = barrier_generations_;
+    r.timeout_ns = options.timeout_ns;
+    r.fault_skip_signal_tile = options.fault_skip_signal_tile;
+    r.barriers_in_run = result.barriers_per_block;
+    if (options.trace) {
+      ensure_trace(result.barriers_per_block);
+      GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(tile_trace_.get(), 0, tile_trace_.bytes(), stream_.get()));
+      GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(barrier_trace_.get(), 0, barrier_trace_.bytes(), stream_.get()));
+      r.tile_trace = tile_trace_.as<program::TileTrace>();
+      r.barrier_trace = barrier_trace_.as<program::BarrierTrace>();
+    }
+
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.get()));
+    if (sentinel && !kernel_fill) {
+      void* fill_args[] = {&view_};
+      GRIDFLOW_CUDA_CHECK(cudaLaunchKernel(fill_sentinels_entry(), dim3(shape_.sm_count * 4), dim3(256), fill_args, 0,
+                                           stream_.get()));
+      GRIDFLOW_CUDA_CHECK_LAUNCH();
+    }
+    void* args[] = {&view_, &r};
+    GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(entry_, dim3(shape_.grid_blocks), dim3(shape_.threads_per_block),
+                                                    args, 0, stream_.get()));
+    GRIDFLOW_CUDA_CHECK_LAUNCH();
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
+    GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    result.elapsed_ms = stop_.since(start_);
+    if (p_.mode == SyncMode::barrier || kernel_fill) barrier_generations_ += result.barriers_per_block;
+
+    program::ErrorRecord error;
+    GRIDFLOW_CUDA_CHECK(cudaMemcpy(&error, state_.get(), sizeof error, cudaMemcpyDeviceToHost));
+    if (error.code != 0) {
+      reset_state();
+      throw DeviceError(error, p_);
+    }
+    if (options.trace) {
+      // (Constructed, not resized: nvcc 13 rejects the relocation path of vector<TileTrace>::resize.)
+      result.tiles = std::vector<program::TileTrace>(p_.tiles.size());
+      result.barriers = std::vector<program::BarrierTrace>(std::size_t{shape_.grid_blocks} * result.barriers_per_block);
+      GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.tiles.data(), tile_trace_.get(), result.tiles.size() * sizeof(program::TileTrace),
+                                     cudaMemcpyDeviceToHost));
+      GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.barriers.data(), barrier_trace_.get(),
+                                     result.barriers.size() * sizeof(program::BarrierTrace), cudaMemcpyDeviceToHost));
+    }
+    return result;
+  }
+
+private:
+  void check_buffer(std::uint32_t buffer, const HostTensor& data) const {
+    const BufferInfo& b = p_.buffers.at(buffer);
+    if (data.dtype() != b.dtype || data.size() != b.elements)
+      throw RuntimeError(fmt::format("upload: buffer '{}' has the wrong dtype or size", b.name));
+  }
+
+  // Zeroes the arena: epoch-valued counters and flags restart from run 1.
+  void reset_state() {
+    GRIDFLOW_CUDA_CHECK(cudaMemset(state_.get(), 0, state_.bytes()));
+    GRIDFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+    epoch_ = 0;
+    barrier_generations_ = 0;
+  }
+
+  void ensure_trace(std::uint32_t barriers_per_block) {
+    const std::size_t tiles = std::max<std::size_t>(1, p_.tiles.size()) * sizeof(program::TileTrace);
+    const std::size_t bars =
+        std::max<std::size_t>(1, std::size_t{shape_.grid_blocks} * barriers_per_block) * sizeof(program::BarrierTrace);
+    if (tile_trace_.bytes() < tiles) tile_trace_ = DeviceBuffer(tiles);
+    if (barrier_trace_.bytes() < bars) barrier_trace_ = DeviceBuffer(bars);
+  }
+
+  LoweredProgram p_;
+  GpuShape shape_;
+  DeviceInfo device_;
+  const void* entry_ = nullptr;
+  DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_sentinels_, d_table_, state_;
+  std::vector<DeviceBuffer> buffers_;
+  DeviceBuffer tile_trace_, barrier_trace_;
+  program::ProgramView view_;
+  Stream stream_;
+  Event start_, stop_;
+  std::uint32_t epoch_ = 0;
+  std::uint64_t barrier_generations_ = 0;
+};
+
+} // namespace
+} // namespace gpu
+
+GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
+  const DeviceInfo dev = probe_gpu();
+  if (!dev.available) throw RuntimeError("no GPU: " + dev.reason);
+  if (!dev.cooperative_launch) throw RuntimeError(dev.name + " cannot launch cooperative kernels");
+  const void* entry = gpu::megakernel_entry_for(threads);
+  if (!entry) throw RuntimeError(fmt::format("threads per block = {}: the megakernel is compiled for 128, 256, 512 and 1024", threads));
+  int max_per_sm = 0;
+  GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&max_per_sm, entry, static_cast<int>(threads), 0));
+  GpuShape s;
+  s.threads_per_block = threads;
+  s.sm_count = static_cast<std::uint32_t>(dev.sm_count);
+  s.max_blocks_per_sm = static_cast<std::uint32_t>(max_per_sm);
+  s.blocks_per_sm = blocks_per_sm == 0 ? std::min<std::uint32_t>(2, s.max_blocks_per_sm) : blocks_per_sm;
+  if (s.max_blocks_per_sm == 0 || s.blocks_per_sm > s.max_blocks_per_sm)
+    throw RuntimeError(fmt::format("grid cannot be co-resident: {} blocks per SM of {} threads requested, the occupancy "
+                                   "of the megakernel allows {} on {} ({} SMs); lower --blocks-per-sm or --threads",
+                                   s.blocks_per_sm, threads, s.max_blocks_per_sm, dev.name, dev.sm_count));
+  s.grid_blocks = s.blocks_per_sm * s.sm_count;
+  return s;
+}
+
+std::unique_ptr<Executor> make_gpu_executor(LoweredProgram program, const GpuShape& shape) {
+  return std::make_unique<gpu::GpuExecutor>(std::move(program), shape);
+}
+
+} // namespace gridflow

@@ -1,0 +1,29 @@
+// Kernel entry points of the GPU backend (nvcc only: no host library headers beyond CUDA's own here).
+#include "runtime/gpu/kernel_table.hpp"
+#include "runtime/gpu/megakernel.cuh"
+
+namespace gridflow::gpu {
+
+__global__ void fill_sentinels_kernel(program::ProgramView view) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (std::uint32_t b = 0; b < view.num_buffers; ++b) {
+    const long long n = view.sentinel_elements[b];
+    auto* words = static_cast<std::uint32_t*>(view.buffers[b]);
+    for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+      words[i] = program::kSentinelBits;
+  }
+}
+
+const void* fill_sentinels_entry() { return reinterpret_cast<const void*>(&fill_sentinels_kernel); }
+
+const void* megakernel_entry_for(std::uint32_t threads) {
+  switch (threads) {
+  case 128: return megakernel_entry<128>();
+  case 256: return megakernel_entry<256>();
+  case 512: return megakernel_entry<512>();
+  case 1024: return megakernel_entry<1024>();
+  default: return nullptr;
+  }
+}
+
+} // namespace gridflow::gpu

@@ -1,0 +1,88 @@
+// The persistent megakernel: one cooperative launch, every block resident, each running the interpreter loop
+// (runtime/interpreter.hpp) with GpuBlock as its Block policy. The __global__ is a thin shell: it declares the
+// shared storage, builds the block object and calls interpret().
+#pragma once
+
+#include "runtime/gpu/ops.cuh"
+#include "runtime/interpreter.hpp"
+
+#include <cooperative_groups.h>
+
+namespace gridflow::gpu {
+
+template <int THREADS> class GpuBlock {
+public:
+  __device__ GpuBlock(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s)
+      : v_(v), r_(r), s_(s) {}
+
+  __device__ const program::ProgramView& view() const { return v_; }
+  __device__ const program::RunParams& params() const { return r_; }
+  __device__ std::uint32_t index() const { return blockIdx.x; }
+  __device__ bool is_leader() const { return threadIdx.x == 0; }
+  __device__ void sync() const { __syncthreads(); }
+
+  // The leader's value to every thread. Slots alternate so a slot is never rewritten before every thread read
+  // it (there is always at least one barrier between two uses of the same slot).
+  __device__ std::uint32_t share(std::uint32_t value) {
+    const std::uint32_t slot = turn_;
+    turn_ ^= 1u;
+    if (threadIdx.x == 0) s_.slots[slot] = value;
+    __syncthreads();
+    return s_.slots[slot];
+  }
+
+  __device__ std::uint32_t smid() const {
+    std::uint32_t id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+  }
+
+  __device__ bool execute(std::uint32_t tile) { return execute_tile<THREADS>(v_, r_, s_, tile); }
+
+  __device__ void fill_sentinels() const {
+    const long long stride = static_cast<long long>(gridDim.x) * THREADS;
+    for (std::uint32_t b = 0; b < v_.num_buffers; ++b) {
+      const long long n = v_.sentinel_elements[b];
+      auto* words = static_cast<std::uint32_t*>(v_.buffers[b]);
+      for (long long i = static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x; i < n; i += stride)
+        words[i] = program::kSentinelBits;
+    }
+  }
+
+  __device__ bool level_barrier(std::uint64_t generation) {
+    if (static_cast<SyncMode>(v_.mode) == SyncMode::grid_sync) {
+      cooperative_groups::this_grid().sync();
+      return true;
+    }
+    // gridflow's barrier: block barrier, one release arrival, one acquire observation, block barrier.
+    __syncthreads();
+    std::uint32_t ok = 1;
+    if (threadIdx.x == 0) {
+      const program::Arena arena{v_.state, v_.layout};
+      protocol::barrier_arrive(arena.barrier_counter());
+      const protocol::WaitSite site{arena.control(), r_.timeout_ns, blockIdx.x, program::kNoTile, 0};
+      ok = protocol::barrier_wait(site, arena.barrier_counter(), generation, gridDim.x) ? 1u : 0u;
+    }
+    return share(ok) != 0;
+  }
+
+private:
+  const program::ProgramView& v_;
+  const program::RunParams& r_;
+  SharedStorage<THREADS>& s_;
+  std::uint32_t turn_ = 0;
+};
+
+// Register budget: 128 per thread (512 / THREADS blocks per SM guaranteed; 1024-thread blocks get 64). A tighter
+// budget spills the register tiles of the scan and softmax bodies.
+template <int THREADS> constexpr int min_blocks_per_sm() { return THREADS >= 512 ? 1 : 512 / THREADS; }
+
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
+    megakernel(program::ProgramView view, program::RunParams params) {
+  __shared__ SharedStorage<THREADS> shared;
+  GpuBlock<THREADS> block(view, params, shared);
+  program::interpret(block);
+}
+
+} // namespace gridflow::gpu

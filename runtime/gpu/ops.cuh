@@ -1,0 +1,225 @@
+// The GPU op table: one entry per opcode, each composing a kernels/ body with the cross-tile protocol
+// (last-arriver combine for reduce_all, deterministic look-back for scan_all) and the access policies of the
+// task's sync mode. Every function is called by all threads of the block and returns the same value in all.
+#pragma once
+
+#include "kernels/device/reduce.cuh"
+#include "kernels/device/scan.cuh"
+#include "kernels/device/softmax.cuh"
+#include "runtime/gpu/device_access.cuh"
+#include "runtime/interpreter.hpp"
+#include "runtime/tiles.hpp"
+
+namespace gridflow::gpu {
+
+constexpr int scan_items(int threads) { return kernels::scan_items_for(threads); }
+
+template <int THREADS> struct SharedStorage {
+  union {
+    kernels::ReduceStorage<THREADS> reduce;
+    kernels::ScanStorage<THREADS> scan;
+    kernels::SoftmaxStorage<THREADS> softmax;
+  };
+  std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
+  std::uint32_t turn;
+  int abort;              // set by a thread whose wait failed inside a body
+  int flag;               // body-internal broadcast
+};
+
+// A 16-byte partial of a reduce_all tile: value bits and (argmax) index.
+struct alignas(16) Partial {
+  std::uint64_t value;
+  long long index;
+};
+
+template <int THREADS> struct TileContext {
+  const program::ProgramView& v;
+  const program::RunParams& r;
+  SharedStorage<THREADS>& s;
+  const program::TaskDesc& task;
+  std::uint32_t index; // tile index within the task
+  TileSite site;
+
+  template <class T> __device__ T* in() const { return static_cast<T*>(v.buffers[task.in_buffer]) + task.in_offset; }
+  template <class T> __device__ T* out() const { return static_cast<T*>(v.buffers[task.out_buffer]) + task.out_offset; }
+  __device__ unsigned char* scratch() const { return v.state + task.scratch; }
+};
+
+// Writes a reduction result: argmax stores the index (i32 output), the others the value.
+template <class T, class Store>
+__device__ __forceinline__ void write_result(ReduceFn fn, void* out, kernels::ArgBest<T> r, Store store) {
+  if (fn == ReduceFn::argmax) store(static_cast<std::int32_t*>(out), static_cast<std::int32_t>(r.index));
+  else store(static_cast<T*>(out), r.value);
+}
+
+template <int THREADS, class T, class Load, class Store>
+__device__ void reduce_all(const TileContext<THREADS>& c, Load load, Store store) {
+  const auto fn = static_cast<ReduceFn>(c.task.fn);
+  const program::ItemRange items = program::tile_items(c.task, c.index);
+  const kernels::ArgBest<T> r = kernels::block_reduce_range<THREADS>(fn, c.template in<T>() + items.begin, items.size(),
+                                                                      items.begin, load, c.s.reduce);
+  void* out = static_cast<char*>(c.v.buffers[c.task.out_buffer]) + 4 * c.task.out_offset;
+  if (c.task.num_tiles == 1) {
+    if (threadIdx.x == 0) write_result(fn, out, r, store);
+    return;
+  }
+  // Partial, then arrival; the last arriver combines every partial in index order (deterministic).
+  auto* parts = reinterpret_cast<Partial*>(c.scratch());
+  if (threadIdx.x == 0) {
+    parts[c.index] = Partial{std::uint64_t{to_bits(r.value)}, r.index};
+    auto* counter = reinterpret_cast<std::uint64_t*>(c.v.state + c.task.counter);
+    c.s.flag = protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.r.epoch) ? 1 : 0;
+  }
+  __syncthreads();
+  if (!c.s.flag) return;
+  const auto get = [parts](unsigned k) {
+    // Relaxed (L2) loads: the partials were written by other SMs during this run.
+    auto* p = reinterpret_cast<std::uint64_t*>(&parts[k]);
+    const std::uint64_t value = protocol::atomic_ref<std::uint64_t>(p[0]).load(cuda::std::memory_order_relaxed);
+    const std::uint64_t index = protocol::atomic_ref<std::uint64_t>(p[1]).load(cuda::std::memory_order_relaxed);
+    return kernels::ArgBest<T>{from_bits<T>(static_cast<std::uint32_t>(value)), static_cast<long long>(index)};
+  };
+  const kernels::ArgBest<T> total = kernels::block_combine<THREADS, T>(fn, c.task.num_tiles, get, c.s.reduce);
+  if (threadIdx.x == 0) write_result(fn, out, total, store);
+}
+
+template <int THREADS, class T, class Load, class Store>
+__device__ void reduce_rows(const TileContext<THREADS>& c, Load load, Store store) {
+  const auto fn = static_cast<ReduceFn>(c.task.fn);
+  const program::ItemRange rows = program::tile_items(c.task, c.index);
+  const long long cols = c.task.cols;
+  const T* in = c.template in<T>();
+  char* out = static_cast<char*>(c.v.buffers[c.task.out_buffer]) + 4 * c.task.out_offset;
+  if (cols <= 2048) {
+    const long long warp = threadIdx.x / 32, warps = THREADS / 32;
+    for (long long row = rows.begin + warp; row < rows.end; row += warps) {
+      const kernels::ArgBest<T> r = kernels::warp_reduce_row(fn, in + row * cols, cols, load);
+      if ((threadIdx.x & 31) == 0) write_result(fn, out + 4 * row, r, store);
+    }
+  } else {
+    for (long long row = rows.begin; row < rows.end; ++row) {
+      const kernels::ArgBest<T> r =
+          kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s.reduce);
+      if (threadIdx.x == 0) write_result(fn, out + 4 * row, r, store);
+      __syncthreads();
+    }
+  }
+}
+
+template <int THREADS, class T, class Op, class Load, class Store>
+__device__ void scan_all(const TileContext<THREADS>& c, Op op, Load load, Store store) {
+  const program::ItemRange items = program::tile_items(c.task, c.index);
+  LookbackPrefix<T, Op> prefix{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task.num_tiles, c.index,
+                               c.r.epoch, op};
+  kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, c.task.flags & program::kExclusive,
+                                                          c.template in<T>() + items.begin,
+                                                          c.template out<T>() + items.begin,
+                                                          static_cast<int>(items.size()), load, store, prefix,
+                                                          c.s.scan);
+}
+
+template <int THREADS, class T, class Op, class Load, class Store>
+__device__ void scan_rows(const TileContext<THREADS>& c, Op op, Load load, Store store) {
+  const program::ItemRange rows = program::tile_items(c.task, c.index);
+  const long long cols = c.task.cols;
+  const bool exclusive = c.task.flags & program::kExclusive;
+  const T* in = c.template in<T>();
+  T* out = c.template out<T>();
+  if (cols <= 1024) {
+    const long long warp = threadIdx.x / 32, warps = THREADS / 32;
+    for (long long row = rows.begin + warp; row < rows.end; row += warps)
+      kernels::warp_scan_row(op, exclusive, in + row * cols, out + row * cols, cols, load, store);
+  } else {
+    for (long long row = rows.begin; row < rows.end; ++row)
+      kernels::block_scan_row<THREADS, scan_items(THREADS), T>(op, exclusive, in + row * cols, out + row * cols, cols, load, store, c.s.scan);
+  }
+}
+
+template <int THREADS, class Load, class Store>
+__device__ void softmax_rows(const TileContext<THREADS>& c, Load load, Store store) {
+  const program::ItemRange rows = program::tile_items(c.task, c.index);
+  const long long cols = c.task.cols;
+  const bool log = c.task.flags & program::kLogSoftmax;
+  const float* in = c.template in<float>();
+  float* out = c.template out<float>();
+  if (cols <= kernels::kWarpRowMaxCols) {
+    const long long warp = threadIdx.x / 32, warps = THREADS / 32;
+    for (long long row = rows.begin + warp; row < rows.end; row += warps)
+      kernels::warp_softmax_row(in + row * cols, out + row * cols, cols, log, load, store);
+  } else {
+    for (long long row = rows.begin; row < rows.end; ++row)
+      kernels::block_softmax_row<THREADS>(in + row * cols, out + row * cols, cols, log, load, store, c.s.softmax);
+  }
+}
+
+// Dispatch on opcode and element type for one pair of access policies.
+template <int THREADS, class Load, class Store>
+__device__ bool dispatch(const TileContext<THREADS>& c, Load load, Store store) {
+  const bool is_i32 = c.task.dtype == static_cast<std::uint32_t>(DType::i32);
+  const bool is_max = c.task.fn == static_cast<std::uint32_t>(ScanFn::max);
+  switch (static_cast<program::Opcode>(c.task.opcode)) {
+  case program::Opcode::reduce_all:
+    is_i32 ? reduce_all<THREADS, std::int32_t>(c, load, store) : reduce_all<THREADS, float>(c, load, store);
+    return true;
+  case program::Opcode::reduce_rows:
+    is_i32 ? reduce_rows<THREADS, std::int32_t>(c, load, store) : reduce_rows<THREADS, float>(c, load, store);
+    return true;
+  case program::Opcode::scan_all:
+    if (is_i32) is_max ? scan_all<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
+                       : scan_all<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
+    else is_max ? scan_all<THREADS, float>(c, kernels::Max{}, load, store)
+                : scan_all<THREADS, float>(c, kernels::Sum{}, load, store);
+    return true;
+  case program::Opcode::scan_rows:
+    if (is_i32) is_max ? scan_rows<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
+                       : scan_rows<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
+    else is_max ? scan_rows<THREADS, float>(c, kernels::Max{}, load, store)
+                : scan_rows<THREADS, float>(c, kernels::Sum{}, load, store);
+    return true;
+  case program::Opcode::softmax_rows: softmax_rows<THREADS>(c, load, store); return true;
+  case program::Opcode::noop: return true;
+  default: return false;
+  }
+}
+
+// Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
+template <int THREADS>
+__device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
+                             std::uint32_t tile) {
+  const program::TileDesc t = v.tiles[tile];
+  const program::TaskDesc& task = v.tasks[t.task];
+  const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
+  const bool bad_scan_tile = task.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) &&
+                             task.tile_size != static_cast<long long>(THREADS) * scan_items(THREADS);
+  if ((needs_buffers && (task.in_buffer >= v.num_buffers || task.out_buffer >= v.num_buffers)) || bad_scan_tile) {
+    if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : 2);
+    return false;
+  }
+  if (threadIdx.x == 0) s.abort = 0;
+  __syncthreads();
+  const TileContext<THREADS> c{v, r, s, task, t.index,
+                               TileSite{program::detail::wait_site(v, r, blockIdx.x, tile), t.task, &s.abort}};
+  const bool poll = task.flags & program::kPollInputs;
+  const bool canonical = task.flags & program::kSentinelOutput;
+  bool known;
+  if (poll) known = canonical ? dispatch(c, PollLoad{&c.site}, CanonicalStore{})
+                              : dispatch(c, PollLoad{&c.site}, kernels::PlainStore{});
+  else known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
+                         : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
+  if (!known) {
+    if (threadIdx.x == 0) {
+      program::ErrorRecord e;
+      e.code = static_cast<std::uint32_t>(program::ErrorCode::bad_opcode);
+      e.block = blockIdx.x;
+      e.tile = tile;
+      e.task = t.task;
+      e.detail = task.opcode;
+      protocol::raise_error(reinterpret_cast<program::ControlBlock*>(v.state), e);
+    }
+    return false;
+  }
+  __syncthreads();
+  return s.abort == 0;
+}
+
+} // namespace gridflow::gpu

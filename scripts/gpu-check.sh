@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call: configure for sm_90, build, run every test (host and GPU), the sanitizers on a
+# representative subset, and the benchmarks; logs and JSON go to OUTDIR, a summary table is printed last.
+#
+#   scripts/gpu-check.sh OUTDIR [STAGES]     STAGES: comma list of build,test,sanitize,bench (default: all)
+#
+# Keeps to what the device tool brings back: at most 8 files, written flat into OUTDIR.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-check.sh OUTDIR [build,test,sanitize,bench]}
+stages=${2:-build,test,sanitize,bench}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+build=${GRIDFLOW_BUILD_DIR:-build-gpu}
+summary="$out/summary.txt"
+: >"$summary"
+note() { printf '%-28s %s\n' "$1" "$2" | tee -a "$summary"; }
+has() { [[ ",$stages," == *",$1,"* ]]; }
+export PATH=/usr/local/cuda/bin:$PATH
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -2; } \
+  >"$out/machine.txt" 2>&1
+note "gpu" "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+
+if has build; then
+  t0=$(date +%s)
+  if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
+     cmake --build "$build" --parallel "$(nproc)" >>"$out/build.log" 2>&1; then
+    note "build" "ok ($(( $(date +%s) - t0 )) s)"
+  else
+    note "build" "FAILED (see build.log)"; tail -30 "$out/build.log"; exit 1
+  fi
+fi
+
+if has test; then
+  "$build/tests/gridflow_host_tests" --gtest_brief=1 >"$out/tests.log" 2>&1
+  note "host tests" "$(grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | tr '\n' ' ')"
+  timeout 540 "$build/tests/gridflow_device_tests" --gtest_output=json:"$out/gpu-tests.json" >>"$out/tests.log" 2>&1
+  rc=$?
+  note "gpu tests" "rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED)|tests? from .* ran' "$out/tests.log" | tail -3 | tr '\n' ' ')"
+  grep -E '^\[  FAILED|Failure|error' "$out/tests.log" | head -20
+fi
+
+if has sanitize; then
+  san="$out/sanitizer.log"
+  : >"$san"
+  filter='GpuOps.ZeroLength:GpuOps.ViewsAndOffsets:GpuOps.StaticScheduleMatchesDynamic:Graphs/GpuRandomDag.*/n100_seed3:GpuRuntime.TracesAreCompleteAndMonotone'
+  for tool in memcheck racecheck synccheck; do
+    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gridflow_device_tests" \
+      --gtest_filter="$filter" >>"$san" 2>&1
+    note "sanitizer $tool" "rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$san" | tail -1)"
+  done
+fi
+
+if has bench; then
+  for b in "$build"/bench/gridflow_bench_*; do
+    [ -x "$b" ] || continue
+    name=$(basename "$b")
+    timeout 300 "$b" --json "$out/$name.json" >>"$out/bench.log" 2>&1
+    note "$name" "rc=$?"
+  done
+  [ -f bench/torch_baselines.py ] && timeout 240 python3 bench/torch_baselines.py --json "$out/torch.json" >>"$out/bench.log" 2>&1
+fi
+
+echo "---- summary"
+cat "$summary"

@@ -1,0 +1,175 @@
+// Every op on the GPU against the float64 references, at the edge sizes, in every sync mode; outputs poisoned
+// before each run; results bit-identical across modes and across repeated runs.
+#include "tests/device/gpu_fixture.hpp"
+
+namespace gridflow {
+namespace {
+
+using testing::gpu_options;
+using testing::same_bits;
+
+// Whole-range ops on f32 and i32 vectors of n elements.
+Graph vector_ops(std::int64_t n, std::uint64_t seed) {
+  Graph g("vector-ops");
+  g.add_buffer("x", DType::f32, {n}, InitUniform{-1, 1, seed});
+  g.add_buffer("k", DType::i32, {n}, InitUniform{-1000, 1000, seed + 1});
+  for (const char* fn : {"sum", "max", "min", "argmax"}) {
+    const ReduceFn f = *parse_reduce_fn(fn);
+    g.add_buffer(std::string("r_") + fn, f == ReduceFn::argmax ? DType::i32 : DType::f32, {1});
+    g.add_buffer(std::string("ri_") + fn, DType::i32, {1});
+    g.reduce(std::string("reduce_") + fn, "x", std::string("r_") + fn, f);
+    g.reduce(std::string("reducei_") + fn, "k", std::string("ri_") + fn, f);
+  }
+  for (const char* fn : {"sum", "max"})
+    for (bool ex : {false, true}) {
+      const std::string tag = std::string(fn) + (ex ? "_ex" : "_in");
+      g.add_buffer("s_" + tag, DType::f32, {n});
+      g.add_buffer("si_" + tag, DType::i32, {n});
+      g.scan("scan_" + tag, "x", "s_" + tag, *parse_scan_fn(fn), ex);
+      g.scan("scani_" + tag, "k", "si_" + tag, *parse_scan_fn(fn), ex);
+    }
+  return g;
+}
+
+// Row ops on rows x cols.
+Graph row_ops(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  Graph g("row-ops");
+  g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-4, 4, seed});
+  g.add_buffer("mi", DType::i32, {rows, cols}, InitUniform{-50, 50, seed + 1});
+  for (const char* fn : {"sum", "max", "min", "argmax"}) {
+    const ReduceFn f = *parse_reduce_fn(fn);
+    g.add_buffer(std::string("rr_") + fn, f == ReduceFn::argmax ? DType::i32 : DType::f32, {rows});
+    g.add_buffer(std::string("rri_") + fn, DType::i32, {rows});
+    g.reduce(std::string("rowreduce_") + fn, "m", std::string("rr_") + fn, f, Axis::row);
+    g.reduce(std::string("rowreducei_") + fn, "mi", std::string("rri_") + fn, f, Axis::row);
+  }
+  for (const char* fn : {"sum", "max"})
+    for (bool ex : {false, true}) {
+      const std::string tag = std::string(fn) + (ex ? "_ex" : "_in");
+      g.add_buffer("sr_" + tag, DType::f32, {rows, cols});
+      g.add_buffer("sri_" + tag, DType::i32, {rows, cols});
+      g.scan("rowscan_" + tag, "m", "sr_" + tag, *parse_scan_fn(fn), ex, Axis::row);
+      g.scan("rowscani_" + tag, "mi", "sri_" + tag, *parse_scan_fn(fn), ex, Axis::row);
+    }
+  g.add_buffer("sm", DType::f32, {rows, cols});
+  g.add_buffer("lsm", DType::f32, {rows, cols});
+  g.softmax("softmax", "m", "sm");
+  g.softmax("logsoftmax", "m", "lsm", true);
+  return g;
+}
+
+// Runs g in every mode; every run checked; all modes bit-identical.
+void every_mode(const Graph& g, std::uint32_t threads = 256) {
+  std::vector<HostTensor> first;
+  for (SyncMode mode : kAllSyncModes) {
+    Session s(g, gpu_options(mode, threads));
+    s.run();
+    const CheckReport c = s.check();
+    EXPECT_TRUE(c.passed) << to_string(mode) << " threads " << threads << ": " << c.summary() << "\n" << c.details();
+    if (first.empty()) {
+      first = s.results();
+    } else {
+      std::string which;
+      EXPECT_TRUE(same_bits(first, s.results(), &which)) << "buffer " << which << " differs in mode " << to_string(mode);
+    }
+  }
+}
+
+class GpuOps : public testing::GpuTest {};
+
+TEST_F(GpuOps, VectorEdgeSizes) {
+  for (std::int64_t n : {1, 31, 32, 33, 1023, 1025, 4097, 65536 + 3, 1000003}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    every_mode(vector_ops(n, static_cast<std::uint64_t>(n)));
+  }
+}
+
+TEST_F(GpuOps, VectorTwoToThe26) { every_mode(vector_ops(std::int64_t{1} << 26, 26)); }
+
+TEST_F(GpuOps, ZeroLength) {
+  Graph g("zero");
+  g.add_buffer("x", DType::f32, {4}, InitUniform{});
+  g.add_buffer("s", DType::f32, {1});
+  g.add_buffer("a", DType::i32, {1});
+  g.add_buffer("e", DType::f32, {0, 3}, InitConstant{1});
+  g.add_buffer("e2", DType::f32, {0, 3});
+  g.add_buffer("z", DType::f32, {0});
+  g.reduce("sum0", ViewSpec::range("x", 1, 0), "s", ReduceFn::sum);
+  g.reduce("arg0", ViewSpec::range("x", 1, 0), "a", ReduceFn::argmax);
+  g.softmax("sm0", "e", "e2");
+  g.scan("scan0", ViewSpec::range("x", 2, 0), "z", ScanFn::sum);
+  every_mode(g);
+}
+
+TEST_F(GpuOps, RowShapes) {
+  every_mode(row_ops(1, 1000003, 1)); // lowers to whole-range ops
+  every_mode(row_ops(7, 100001, 2));  // block per row
+  every_mode(row_ops(100000, 7, 3));  // warp per row
+  every_mode(row_ops(33, 1024, 4));   // warp softmax at its widest
+  every_mode(row_ops(9, 4096, 5));
+  every_mode(row_ops(3, 32768, 6));
+}
+
+TEST_F(GpuOps, EveryBlockSize) {
+  for (std::uint32_t threads : {128u, 512u, 1024u}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    every_mode(vector_ops(300007, 9), threads);
+    every_mode(row_ops(40, 3000, 10), threads);
+  }
+}
+
+TEST_F(GpuOps, ViewsAndOffsets) {
+  Graph g("views");
+  g.add_buffer("x", DType::f32, {100000}, InitUniform{-3, 3, 77});
+  g.add_buffer("y", DType::f32, {100000});
+  g.add_buffer("r", DType::f32, {1});
+  g.add_buffer("rows", DType::f32, {50});
+  g.scan("odd", ViewSpec::range("x", 3, 99990), ViewSpec::range("y", 1, 99990), ScanFn::sum); // misaligned
+  g.reduce("mid", ViewSpec::range("y", 17, 5001), "r", ReduceFn::sum);
+  g.reduce("block", ViewSpec::block("x", 5, 50, 1999), "rows", ReduceFn::max, Axis::row);
+  every_mode(g);
+}
+
+TEST_F(GpuOps, BitIdenticalOverTenRunsWithPoisonedOutputs) {
+  const Graph g = vector_ops(1000003, 42);
+  for (SyncMode mode : kAllSyncModes) {
+    Session s(g, gpu_options(mode));
+    s.run();
+    ASSERT_TRUE(s.check().passed);
+    const std::vector<HostTensor> first = s.results();
+    for (int i = 1; i < 10; ++i) {
+      s.run(); // re-uploads inputs and re-poisons every output
+      std::string which;
+      ASSERT_TRUE(same_bits(first, s.results(), &which)) << to_string(mode) << " run " << i << " buffer " << which;
+    }
+  }
+}
+
+TEST_F(GpuOps, StaticScheduleMatchesDynamic) {
+  const Graph g = row_ops(64, 1024, 12);
+  SessionOptions a = gpu_options(SyncMode::flags);
+  SessionOptions b = a;
+  b.schedule = Schedule::static_list;
+  Session sa(g, a), sb(g, b);
+  sa.run();
+  sb.run();
+  EXPECT_TRUE(sb.check().passed);
+  EXPECT_TRUE(same_bits(sa.results(), sb.results()));
+}
+
+TEST_F(GpuOps, SentinelKernelFillMatchesSubmitFill) {
+  const Graph g = row_ops(200, 500, 13);
+  SessionOptions a = gpu_options(SyncMode::sentinel);
+  SessionOptions b = a;
+  b.exec.sentinel_fill = SentinelFill::kernel;
+  Session sa(g, a), sb(g, b);
+  for (int i = 0; i < 3; ++i) {
+    sa.run();
+    sb.run();
+    EXPECT_TRUE(sb.check().passed);
+    EXPECT_TRUE(same_bits(sa.results(), sb.results()));
+  }
+}
+
+} // namespace
+} // namespace gridflow
