@@ -89,7 +89,7 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   const LoweredProgram& p = program_;
   std::vector<void*> table(buffers_.size());
   for (std::size_t b = 0; b < buffers_.size(); ++b) table[b] = buffers_[b].data();
-  const std::vector<std::int64_t> sentinels = sentinel_elements(p);
+  const std::vector<std::int64_t> sentinels = sentinel_ranges(p);
   if (epoch_ == 0xfffffff0u) reset_state(); // epochs are 32-bit in flags and look-back words
 
   const program::ProgramView v =

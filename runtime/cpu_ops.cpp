@@ -77,40 +77,26 @@ float bits_f32(std::uint32_t b) { return std::bit_cast<float>(b); }
 
 // ---- reduce ------------------------------------------------------------------------------------------------
 
-// A partial of a reduce_all tile, in 64 bits: f32 sum as double; max/min as the value; argmax packs
-// (index << 32 | value bits) with index -1 for an empty tile; i32 sum as the wrapped int32.
-struct Partial {
-  static std::uint64_t make(ReduceFn fn, DType dtype, const ref::Expected& e, std::int64_t first_index,
-                            const void* best_value_bits) {
-    if (fn == ReduceFn::argmax) {
-      const std::int64_t idx = e.value < 0 ? -1 : first_index + static_cast<std::int64_t>(e.value);
-      std::uint32_t vbits = 0;
-      if (best_value_bits) std::memcpy(&vbits, best_value_bits, 4);
-      return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(idx))) << 32) | vbits;
-    }
-    if (dtype == DType::f32) return std::bit_cast<std::uint64_t>(e.value);
-    return static_cast<std::uint64_t>(static_cast<std::int64_t>(e.value));
-  }
-};
-
-template <class T> double argmax_value(std::uint64_t p) {
-  T v;
-  const std::uint32_t bits = static_cast<std::uint32_t>(p);
-  std::memcpy(&v, &bits, 4);
-  return static_cast<double>(v);
+// The CPU's partial of a reduce_all tile: f32 values as doubles (argmax: the element itself), i32 as int64;
+// argmax carries the global index of the tile's first maximum.
+program::Partial make_partial(ReduceFn fn, DType dtype, const ref::Expected& e, std::int64_t first_index,
+                              double best_value) {
+  if (fn == ReduceFn::argmax)
+    return {std::bit_cast<std::uint64_t>(best_value), e.value < 0 ? -1 : first_index + static_cast<std::int64_t>(e.value)};
+  if (dtype == DType::f32) return {std::bit_cast<std::uint64_t>(e.value), 0};
+  return {static_cast<std::uint64_t>(static_cast<std::int64_t>(e.value)), 0};
 }
 
 // Folds partials in index order into the final result (as a double holding the output value).
-double combine_partials(ReduceFn fn, DType dtype, const std::uint64_t* parts, std::uint32_t n) {
+double combine_partials(ReduceFn fn, DType dtype, const program::Partial* parts, std::uint32_t n) {
   if (fn == ReduceFn::argmax) {
     std::int64_t best = -1;
     double best_v = 0;
     for (std::uint32_t k = 0; k < n; ++k) {
-      const std::int32_t idx = static_cast<std::int32_t>(parts[k] >> 32);
-      if (idx < 0) continue;
-      const double v = dtype == DType::f32 ? argmax_value<float>(parts[k]) : argmax_value<std::int32_t>(parts[k]);
+      if (parts[k].index < 0) continue;
+      const double v = std::bit_cast<double>(parts[k].value);
       if (best < 0 || v > best_v) {
-        best = idx;
+        best = parts[k].index;
         best_v = v;
       }
     }
@@ -119,14 +105,14 @@ double combine_partials(ReduceFn fn, DType dtype, const std::uint64_t* parts, st
   if (dtype == DType::f32) {
     double acc = ref::identity_f32(fn);
     for (std::uint32_t k = 0; k < n; ++k) {
-      const double v = std::bit_cast<double>(parts[k]);
+      const double v = std::bit_cast<double>(parts[k].value);
       acc = fn == ReduceFn::sum ? acc + v : fn == ReduceFn::max ? std::max(acc, v) : std::min(acc, v);
     }
     return acc;
   }
   std::int64_t acc = ref::identity_i32(fn);
   for (std::uint32_t k = 0; k < n; ++k) {
-    const std::int64_t v = static_cast<std::int64_t>(parts[k]);
+    const std::int64_t v = static_cast<std::int64_t>(parts[k].value);
     acc = fn == ReduceFn::sum ? static_cast<std::int32_t>(static_cast<std::uint32_t>(acc + v))
           : fn == ReduceFn::max ? std::max(acc, v)
                                 : std::min(acc, v);
@@ -148,10 +134,10 @@ template <class T> bool reduce_all(const TileCtx& c) {
     return true;
   }
   const program::Arena arena{c.view.state, c.view.layout};
-  auto* parts = reinterpret_cast<std::uint64_t*>(arena.at(c.task.scratch));
+  auto* parts = reinterpret_cast<program::Partial*>(arena.at(c.task.scratch));
   const std::uint32_t k = c.view.tiles[c.tile].index;
-  const void* best = fn == ReduceFn::argmax && e.value >= 0 ? &x[static_cast<std::size_t>(e.value)] : nullptr;
-  parts[k] = Partial::make(fn, dtype, e, r.begin, best);
+  const double best = fn == ReduceFn::argmax && e.value >= 0 ? static_cast<double>(x[static_cast<std::size_t>(e.value)]) : 0.0;
+  parts[k] = make_partial(fn, dtype, e, r.begin, best);
   auto* counter = reinterpret_cast<std::uint64_t*>(arena.at(c.task.counter));
   if (protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.params.epoch))
     store_bits(c, 0, result_bits(combine_partials(fn, dtype, parts, c.task.num_tiles)));
@@ -305,9 +291,9 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
 
 void fill_sentinels(const program::ProgramView& view, std::uint32_t part, std::uint32_t parts) {
   for (std::uint32_t b = 0; b < view.num_buffers; ++b) {
-    const std::int64_t n = view.sentinel_elements[b];
-    if (n < 0) continue; // not a sentinel buffer
-    auto* words = static_cast<std::uint32_t*>(view.buffers[b]);
+    const std::int64_t n = view.sentinel_ranges[2 * b + 1];
+    if (n <= 0) continue; // not a sentinel buffer
+    auto* words = static_cast<std::uint32_t*>(view.buffers[b]) + view.sentinel_ranges[2 * b];
     const std::int64_t lo = n * part / parts, hi = n * (part + 1) / parts;
     for (std::int64_t i = lo; i < hi; ++i)
       protocol::atomic_ref<std::uint32_t>(words[i]).store(program::kSentinelBits, cuda::std::memory_order_relaxed);

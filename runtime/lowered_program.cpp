@@ -11,7 +11,7 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.block_begin = a.block_begin;
   v.block_tiles = a.block_tiles;
   v.buffers = a.buffers;
-  v.sentinel_elements = a.sentinel_elements;
+  v.sentinel_ranges = a.sentinel_ranges;
   v.state = a.state;
   v.layout = p.layout;
   v.num_tasks = static_cast<std::uint32_t>(p.tasks.size());
@@ -27,9 +27,12 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   return v;
 }
 
-std::vector<std::int64_t> sentinel_elements(const LoweredProgram& p) {
+std::vector<std::int64_t> sentinel_ranges(const LoweredProgram& p) {
   std::vector<std::int64_t> out;
-  for (const BufferInfo& b : p.buffers) out.push_back(b.sentinel ? b.elements : -1);
+  for (const BufferInfo& b : p.buffers) {
+    out.push_back(b.sentinel ? b.sentinel_offset : 0);
+    out.push_back(b.sentinel ? b.sentinel_count : 0);
+  }
   return out;
 }
 

@@ -16,7 +16,9 @@ struct BufferInfo {
   std::string name;
   DType dtype = DType::f32;
   std::int64_t elements = 0;
-  bool sentinel = false; // sentinel mode: pre-filled with the sentinel payload before each run
+  bool sentinel = false; // sentinel mode: [sentinel_offset, + sentinel_count) is pre-filled before each run
+  std::int64_t sentinel_offset = 0; // the elements its single writer produces
+  std::int64_t sentinel_count = 0;
 };
 
 struct LoweredProgram {
@@ -50,7 +52,7 @@ struct ProgramView {
   const std::uint32_t* block_begin = nullptr; // null: dynamic claim
   const std::uint32_t* block_tiles = nullptr;
   void* const* buffers = nullptr;
-  const std::int64_t* sentinel_elements = nullptr; // per buffer: elements to pre-fill in sentinel mode, or -1
+  const std::int64_t* sentinel_ranges = nullptr; // per buffer b: [2b] offset, [2b + 1] count to pre-fill (0: none)
   unsigned char* state = nullptr;
   StateLayout layout;
   std::uint32_t num_tasks = 0;
@@ -86,7 +88,7 @@ struct ProgramArrays {
   const std::uint32_t* block_begin = nullptr; // null when the program has no static schedule
   const std::uint32_t* block_tiles = nullptr;
   void* const* buffers = nullptr;
-  const std::int64_t* sentinel_elements = nullptr;
+  const std::int64_t* sentinel_ranges = nullptr;
   unsigned char* state = nullptr;
 };
 
@@ -95,7 +97,7 @@ struct ProgramArrays {
 // The ProgramView of `program` whose arrays live at `arrays`.
 program::ProgramView make_view(const LoweredProgram& program, const program::ProgramArrays& arrays);
 
-// Per buffer: how many elements sentinel mode pre-fills (-1: not a sentinel buffer).
-std::vector<std::int64_t> sentinel_elements(const LoweredProgram& program);
+// Per buffer b: [2b] offset and [2b + 1] count of the elements sentinel mode pre-fills (count 0: none).
+std::vector<std::int64_t> sentinel_ranges(const LoweredProgram& program);
 
 } // namespace gridflow

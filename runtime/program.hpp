@@ -86,6 +86,14 @@ struct alignas(16) DepDesc {
 };
 static_assert(sizeof(DepDesc) == 16 && std::is_trivially_copyable_v<DepDesc>);
 
+// A reduce_all tile's partial in the state arena (both executors): the value's bits (GPU: the 32-bit element;
+// CPU: a double) and, for argmax, the global index of the best element (-1: empty tile).
+struct alignas(16) Partial {
+  std::uint64_t value = 0;
+  std::int64_t index = -1;
+};
+static_assert(sizeof(Partial) == 16);
+
 // Error codes the device (or the CPU executor) records; the host turns them into exceptions.
 enum class ErrorCode : std::uint32_t {
   none = 0,

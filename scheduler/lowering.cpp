@@ -212,7 +212,10 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     for (std::uint32_t gi = 0; gi < n; ++gi)
       if (sentinel_eligible(graph, a, gi)) {
         sentinel_task[gi] = true;
-        p.buffers[a.out[gi].buffer].sentinel = true;
+        BufferInfo& b = p.buffers[a.out[gi].buffer];
+        b.sentinel = true;
+        b.sentinel_offset = a.out[gi].offset; // only what the writer produces: elements nobody writes keep
+        b.sentinel_count = a.out[gi].elements(); // their contents
         p.tasks[device_of[gi]].flags |= program::kSentinelOutput;
       }
   }
@@ -296,7 +299,7 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
       d.counter = at;
       at += kLine;
       d.scratch = at;
-      at = align_line(at + 8ull * d.num_tiles);
+      at = align_line(at + sizeof(program::Partial) * d.num_tiles);
     } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all)) {
       d.scratch = at;
       at = align_line(at + 8ull * protocol::lookback_words(d.num_tiles));

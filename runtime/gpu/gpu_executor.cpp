@@ -29,7 +29,7 @@ public:
     d_levels_ = DeviceBuffer::of(p_.level_begin);
     d_block_begin_ = DeviceBuffer::of(p_.block_begin);
     d_block_tiles_ = DeviceBuffer::of(p_.block_tiles);
-    d_sentinels_ = DeviceBuffer::of(sentinel_elements(p_));
+    d_sentinels_ = DeviceBuffer::of(sentinel_ranges(p_));
     std::vector<void*> table;
     for (const BufferInfo& b : p_.buffers) {
       // At least 16 bytes, so zero-length buffers still have a distinct, aligned address.

@@ -7,8 +7,8 @@ namespace gridflow::gpu {
 __global__ void fill_sentinels_kernel(program::ProgramView view) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (std::uint32_t b = 0; b < view.num_buffers; ++b) {
-    const long long n = view.sentinel_elements[b];
-    auto* words = static_cast<std::uint32_t*>(view.buffers[b]);
+    const long long n = view.sentinel_ranges[2 * b + 1];
+    auto* words = static_cast<std::uint32_t*>(view.buffers[b]) + view.sentinel_ranges[2 * b];
     for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
       words[i] = program::kSentinelBits;
   }

@@ -42,8 +42,8 @@ public:
   __device__ void fill_sentinels() const {
     const long long stride = static_cast<long long>(gridDim.x) * THREADS;
     for (std::uint32_t b = 0; b < v_.num_buffers; ++b) {
-      const long long n = v_.sentinel_elements[b];
-      auto* words = static_cast<std::uint32_t*>(v_.buffers[b]);
+      const long long n = v_.sentinel_ranges[2 * b + 1];
+      auto* words = static_cast<std::uint32_t*>(v_.buffers[b]) + v_.sentinel_ranges[2 * b];
       for (long long i = static_cast<long long>(blockIdx.x) * THREADS + threadIdx.x; i < n; i += stride)
         words[i] = program::kSentinelBits;
     }

@@ -26,12 +26,6 @@ template <int THREADS> struct SharedStorage {
   int flag;               // body-internal broadcast
 };
 
-// A 16-byte partial of a reduce_all tile: value bits and (argmax) index.
-struct alignas(16) Partial {
-  std::uint64_t value;
-  long long index;
-};
-
 template <int THREADS> struct TileContext {
   const program::ProgramView& v;
   const program::RunParams& r;
@@ -64,9 +58,9 @@ __device__ void reduce_all(const TileContext<THREADS>& c, Load load, Store store
     return;
   }
   // Partial, then arrival; the last arriver combines every partial in index order (deterministic).
-  auto* parts = reinterpret_cast<Partial*>(c.scratch());
+  auto* parts = reinterpret_cast<program::Partial*>(c.scratch());
   if (threadIdx.x == 0) {
-    parts[c.index] = Partial{std::uint64_t{to_bits(r.value)}, r.index};
+    parts[c.index] = program::Partial{std::uint64_t{to_bits(r.value)}, r.index};
     auto* counter = reinterpret_cast<std::uint64_t*>(c.v.state + c.task.counter);
     c.s.flag = protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.r.epoch) ? 1 : 0;
   }

@@ -143,6 +143,21 @@ TEST(CpuExecutor, InPlaceAndHazardsAreOrdered) {
   run_everywhere(g, 5);
 }
 
+TEST(CpuExecutor, PartialWritesLeaveTheRestUntouched) {
+  Graph g("partial-writes");
+  g.add_buffer("x", DType::f32, {5000}, InitUniform{-1, 1, 8});
+  g.add_buffer("y", DType::f32, {5000});
+  g.add_buffer("m", DType::f32, {40, 50});
+  g.add_buffer("s", DType::f32, {3});
+  g.scan("odd", ViewSpec::range("x", 3, 4990), ViewSpec::range("y", 1, 4990), ScanFn::sum);
+  g.softmax("rows", ViewSpec::block("x", 7, 20, 50), ViewSpec::block("m", 500, 20, 50));
+  g.reduce("mid", ViewSpec::range("y", 17, 2001), ViewSpec::range("s", 1, 1), ReduceFn::sum);
+  TilePolicy small;
+  small.reduce_min_tile = 128;
+  small.scan_items_per_thread = 1;
+  run_everywhere(g, 3, small); // the check compares every element nobody writes with its initial bits
+}
+
 TEST(CpuExecutor, WatchdogTurnsALostSignalIntoAnErrorAndTheExecutorRecovers) {
   Graph g("lost");
   g.add_buffer("x", DType::f32, {64, 128}, InitUniform{});

@@ -144,6 +144,51 @@ TEST(Lowering, ArenaLayoutIsLineAligned) {
   EXPECT_LE(scan.scratch + 8 * protocol::lookback_words(scan.num_tiles), p.layout.total);
 }
 
+// Every byte of per-task scratch belongs to one task: partials, arrival counters and look-back words never
+// overlap each other or the fixed arrays (a partial that overruns its slots corrupts another task's counters).
+TEST(Lowering, ScratchRegionsAreDisjointAndInsideTheArena) {
+  Graph g("scratch");
+  for (int i = 0; i < 4; ++i) {
+    const std::string n = std::to_string(i);
+    g.add_buffer("v" + n, DType::f32, {1000000 + i}, InitUniform{});
+    g.add_buffer("s" + n, DType::f32, {1});
+    g.add_buffer("c" + n, DType::f32, {1000000 + i});
+    g.reduce("r" + n, "v" + n, "s" + n, i % 2 ? ReduceFn::argmax : ReduceFn::sum);
+    g.scan("scan" + n, "v" + n, "c" + n, ScanFn::sum);
+  }
+  for (auto& b : g.buffers())
+    if (b.name[0] == 's' && b.name.size() == 2 && (b.name[1] - '0') % 2) b.dtype = DType::i32;
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 132);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> regions;
+  for (const auto& t : p.tasks) {
+    if (t.num_tiles <= 1) continue;
+    if (t.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) {
+      regions.emplace_back(t.counter, t.counter + program::kLine);
+      regions.emplace_back(t.scratch, t.scratch + sizeof(program::Partial) * t.num_tiles);
+    } else if (t.opcode == static_cast<std::uint32_t>(Opcode::scan_all)) {
+      regions.emplace_back(t.scratch, t.scratch + 8 * protocol::lookback_words(t.num_tiles));
+    }
+  }
+  ASSERT_GE(regions.size(), 8u);
+  std::sort(regions.begin(), regions.end());
+  EXPECT_GE(regions.front().first, p.layout.scratch);
+  for (std::size_t i = 1; i < regions.size(); ++i) EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
+  EXPECT_LE(regions.back().second, p.layout.total);
+}
+
+TEST(Lowering, SentinelPrefillCoversExactlyTheWritersOutput) {
+  Graph g("partial");
+  g.add_buffer("x", DType::f32, {100}, InitUniform{});
+  g.add_buffer("y", DType::f32, {100});
+  g.add_buffer("s", DType::f32, {1});
+  g.scan("sc", ViewSpec::range("x", 0, 60), ViewSpec::range("y", 10, 60), ScanFn::sum);
+  g.reduce("r", ViewSpec::range("y", 10, 60), "s", ReduceFn::sum);
+  const LoweredProgram p = lower_graph(g, SyncMode::sentinel);
+  EXPECT_TRUE(p.buffers[1].sentinel);
+  EXPECT_EQ(p.buffers[1].sentinel_offset, 10);
+  EXPECT_EQ(p.buffers[1].sentinel_count, 60);
+}
+
 TEST(Lowering, SingleRowOpsLowerToWholeRange) {
   Graph g("one-row");
   g.add_buffer("x", DType::f32, {1, 50000}, InitUniform{});
