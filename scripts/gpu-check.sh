@@ -45,7 +45,7 @@ if has sanitize; then
   : >"$san"
   filter='GpuOps.ZeroLength:GpuOps.ViewsAndOffsets:GpuOps.StaticScheduleMatchesDynamic:Graphs/GpuRandomDag.*/n100_seed3:GpuRuntime.TracesAreCompleteAndMonotone'
   for tool in memcheck racecheck synccheck; do
-    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gridflow_device_tests" \
+    timeout "${GRIDFLOW_SANITIZER_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/tests/gridflow_device_tests" \
       --gtest_filter="$filter" >>"$san" 2>&1
     note "sanitizer $tool" "rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$san" | tail -1)"
   done
