@@ -122,8 +122,9 @@ void softmax(std::span<const float> row, bool log, std::span<Expected> out) {
   for (std::size_t i = 0; i < row.size(); ++i) {
     const double shifted = static_cast<double>(row[i]) - m;
     if (log) {
-      // Terms of magnitude |x - m| and log(s) enter the float32 result.
-      out[i] = {shifted - log_s, (std::isfinite(shifted) ? std::fabs(shifted) : 0.0) + std::fabs(log_s) + 1e-30};
+      // Terms of magnitude |x - m| and log(s) enter the float32 result, and log(s) carries an absolute error of
+      // about the relative error of the float32 sum s >= 1 (the "+ 1"), however small log(s) is.
+      out[i] = {shifted - log_s, (std::isfinite(shifted) ? std::fabs(shifted) : 0.0) + std::fabs(log_s) + 1.0};
     } else {
       out[i] = {std::exp(shifted) / s, 0.0};
       max_y = std::max(max_y, out[i].value);

@@ -155,6 +155,36 @@ void schedule_static(LoweredProgram& p) {
 
 } // namespace
 
+void assign_state_layout(LoweredProgram& p) {
+  // Control block, claim tickets (dataflow + one per level), task counters, tile flags, barrier, then per-task
+  // scratch: reduce_all partials and arrival counter, scan_all look-back words.
+  program::StateLayout& L = p.layout;
+  const std::uint64_t levels = p.level_begin.empty() ? 1 : p.level_begin.size() - 1;
+  std::uint64_t at = sizeof(program::ControlBlock);
+  L.claim = at;
+  at += kLine * (1 + levels);
+  L.task_done = at;
+  at += kLine * p.tasks.size();
+  L.tile_flags = p.uses_tile_flags ? at : 0;
+  if (p.uses_tile_flags) at += kLine * p.tiles.size();
+  L.barrier = at;
+  at += kLine;
+  L.scratch = at;
+  for (TaskDesc& d : p.tasks) {
+    if (d.num_tiles <= 1) continue;
+    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) {
+      d.counter = at;
+      at += kLine;
+      d.scratch = at;
+      at = align_line(at + sizeof(program::Partial) * d.num_tiles);
+    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all)) {
+      d.scratch = at;
+      at = align_line(at + 8ull * protocol::lookback_words(d.num_tiles));
+    }
+  }
+  L.total = at;
+}
+
 LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOptions& o) {
   if (o.grid_blocks == 0) throw GraphError("lowering: grid_blocks must be >= 1");
   if (o.threads_per_block == 0 || o.threads_per_block % 32 != 0)
@@ -281,31 +311,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   for (const TaskDesc& d : p.tasks) p.level_begin[d.level + 1] += d.num_tiles;
   for (std::uint32_t l = 0; l < a.num_levels; ++l) p.level_begin[l + 1] += p.level_begin[l];
 
-  // 5. State arena: control block, claim tickets, task counters, tile flags, barrier, per-task scratch.
-  program::StateLayout& L = p.layout;
-  std::uint64_t at = sizeof(program::ControlBlock);
-  L.claim = at;
-  at += kLine * (1 + a.num_levels);
-  L.task_done = at;
-  at += kLine * n;
-  L.tile_flags = p.uses_tile_flags ? at : 0;
-  if (p.uses_tile_flags) at += kLine * p.tiles.size();
-  L.barrier = at;
-  at += kLine;
-  L.scratch = at;
-  for (TaskDesc& d : p.tasks) {
-    if (d.num_tiles <= 1) continue;
-    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) {
-      d.counter = at;
-      at += kLine;
-      d.scratch = at;
-      at = align_line(at + sizeof(program::Partial) * d.num_tiles);
-    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all)) {
-      d.scratch = at;
-      at = align_line(at + 8ull * protocol::lookback_words(d.num_tiles));
-    }
-  }
-  L.total = at;
+  // 5. State arena.
+  assign_state_layout(p);
 
   // 6. Level barriers one run passes (executors add their own prologue barrier where they use one).
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;

@@ -37,6 +37,10 @@ struct LoweringOptions {
 // device program's limits (32-bit tile and dependency ids).
 LoweredProgram lower(const Graph& graph, const Analysis& analysis, const LoweringOptions& options);
 
+// Lays out the state arena of `program` (tasks, tiles, levels and uses_tile_flags already set): fills
+// program.layout and each task's scratch / counter offsets.
+void assign_state_layout(LoweredProgram& program);
+
 // Human-readable listing of a program (the `gridflow lower` command): tasks, tiles, deps, arena layout.
 std::string describe(const LoweredProgram& program, bool list_tiles = false);
 

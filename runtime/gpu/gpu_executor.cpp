@@ -4,6 +4,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/gpu/device_memory.hpp"
 #include "runtime/gpu/kernel_table.hpp"
+#include "runtime/gpu_baselines.hpp"
 #include "runtime/gpu_executor.hpp"
 
 #include <fmt/format.h>
@@ -128,6 +129,60 @@ public:
     return result;
   }
 
+  // One run as per-task launches: stream order replaces dependencies. With `graph`, the launches are captured
+  // once into a CUDA Graph and replayed. Returns the milliseconds of each timed repetition.
+  std::vector<double> time_launches(bool graph, int warmup, int repeat) {
+    const void* task_entry = task_kernel_entry_for(shape_.threads_per_block);
+    for (const program::TaskDesc& t : p_.tasks)
+      if (t.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) && t.num_tiles > shape_.grid_blocks)
+        throw RuntimeError("per-task launch baseline: a scan_all task has more tiles than can be co-resident");
+    program::RunParams r;
+    r.timeout_ns = 10'000'000'000ull;
+    auto enqueue = [&](program::RunParams& params) {
+      for (std::uint32_t t = 0; t < p_.tasks.size(); ++t) {
+        if (p_.tasks[t].num_tiles == 0) continue;
+        std::uint32_t task = t;
+        void* args[] = {&view_, &params, &task};
+        GRIDFLOW_CUDA_CHECK(cudaLaunchKernel(task_entry, dim3(p_.tasks[t].num_tiles), dim3(shape_.threads_per_block),
+                                             args, 0, stream_.get()));
+      }
+    };
+    std::vector<double> times;
+    cudaGraphExec_t exec = nullptr;
+    if (graph) {
+      // A graph replays fixed parameters, so every replay runs as epoch 1; cross-tile state (reduce partial
+      // counters, scan look-back words) is then zeroed by a memset node first, only where a program has any.
+      r.epoch = 1;
+      bool cross_tile = false;
+      for (const program::TaskDesc& t : p_.tasks)
+        cross_tile = cross_tile || (t.num_tiles > 1 && (t.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all) ||
+                                                        t.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all)));
+      cudaGraph_t g = nullptr;
+      GRIDFLOW_CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
+      if (cross_tile) GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, state_.bytes(), stream_.get()));
+      enqueue(r);
+      GRIDFLOW_CUDA_CHECK(cudaStreamEndCapture(stream_.get(), &g));
+      GRIDFLOW_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+      GRIDFLOW_CUDA_CHECK(cudaGraphDestroy(g));
+    }
+    for (int i = 0; i < warmup + repeat; ++i) {
+      if (!graph) r.epoch = ++epoch_;
+      GRIDFLOW_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.get()));
+      if (graph) GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream_.get()));
+      else enqueue(r);
+      GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
+      GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+      GRIDFLOW_CUDA_CHECK_LAUNCH();
+      if (i >= warmup) times.push_back(stop_.since(start_));
+    }
+    if (exec) GRIDFLOW_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    program::ErrorRecord error;
+    GRIDFLOW_CUDA_CHECK(cudaMemcpy(&error, state_.get(), sizeof error, cudaMemcpyDeviceToHost));
+    reset_state(); // the baselines used the arena with their own epochs
+    if (error.code != 0) throw DeviceError(error, p_);
+    return times;
+  }
+
 private:
   void check_buffer(std::uint32_t buffer, const HostTensor& data) const {
     const BufferInfo& b = p_.buffers.at(buffer);
@@ -167,6 +222,15 @@ private:
 
 } // namespace
 } // namespace gpu
+
+BaselineTimes time_per_task_launches(Executor& executor, int warmup, int repeat) {
+  auto* gpu = dynamic_cast<gpu::GpuExecutor*>(&executor);
+  if (!gpu) throw RuntimeError("per-task launch baselines need the GPU executor");
+  BaselineTimes t;
+  t.stream_ms = gpu->time_launches(false, warmup, repeat);
+  t.graph_ms = gpu->time_launches(true, warmup, repeat);
+  return t;
+}
 
 GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
   const DeviceInfo dev = probe_gpu();

@@ -14,4 +14,7 @@ const void* megakernel_entry_for(std::uint32_t threads);
 // fill_sentinels_kernel(ProgramView): sentinel mode's submit-time pre-fill.
 const void* fill_sentinels_entry();
 
+// task_kernel<THREADS>(ProgramView, RunParams, task): one task, one block per tile (baselines).
+const void* task_kernel_entry_for(std::uint32_t threads);
+
 } // namespace gridflow::gpu

@@ -1,0 +1,79 @@
+// gridflow_bench_chain: dependent chains of small ops, each reading its predecessor's output, in every sync mode
+// and schedule, against the same tiles launched one kernel per task on a stream and as a CUDA Graph.
+#include "bench/bench_common.hpp"
+#include "runtime/device.hpp"
+#include "runtime/gpu_baselines.hpp"
+#include "scheduler/session.hpp"
+
+#include <fmt/format.h>
+
+using namespace gridflow;
+using namespace gridflow::bench;
+
+namespace {
+
+// `ops` tasks over rows x cols f32, each reading the previous output (distinct buffers, so every edge is RAW):
+// "softmax" repeats softmax; "mixed" alternates softmax and a row scan.
+Graph chain(const std::string& kind, std::int64_t rows, std::int64_t cols, int ops) {
+  Graph g(kind + "-chain");
+  g.add_buffer("x0", DType::f32, {rows, cols}, InitUniform{-2, 2, 5});
+  for (int i = 1; i <= ops; ++i) {
+    const std::string in = "x" + std::to_string(i - 1), out = "x" + std::to_string(i);
+    g.add_buffer(out, DType::f32, {rows, cols});
+    if (kind == "mixed" && i % 2 == 0) g.scan("op" + std::to_string(i), in, out, ScanFn::sum, false, Axis::row);
+    else g.softmax("op" + std::to_string(i), in, out);
+  }
+  return g;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const Args args = Args::parse(argc, argv);
+  const DeviceInfo gpu = probe_gpu();
+  if (!gpu.available || !gpu_backend_built()) {
+    fmt::print("gridflow_bench_chain: no GPU ({}): nothing to measure\n", gpu.reason);
+    return 0;
+  }
+  Report report("chain", gpu.describe());
+  const int ops = 512, reps = args.quick ? 5 : 10;
+  fmt::print("{:<10} {:>6} {:<30} {:>10} {:>10} {:>8}\n", "chain", "floats", "executor", "us/op", "ms/run", "tiles");
+  for (const std::string kind : {"softmax", "mixed"})
+    for (std::int64_t rows : {16LL, 256LL}) {
+      const std::int64_t cols = 1024;
+      const Graph g = chain(kind, rows, cols, ops);
+      const std::string size = rows == 16 ? "16K" : "256K";
+      auto print = [&](const std::string& executor, double ms, std::size_t tiles) {
+        const double us = ms * 1e3 / ops;
+        fmt::print("{:<10} {:>6} {:<30} {:>10.3f} {:>10.3f} {:>8}\n", kind, size, executor, us, ms, tiles);
+        report.add({{"chain", kind}, {"floats", rows * cols}, {"ops", ops}, {"executor", executor}, {"us_per_op", us},
+                    {"ms_per_run", ms}, {"tiles", tiles}});
+      };
+      for (std::uint32_t bps : {1u, 2u})
+        for (SyncMode mode : kAllSyncModes)
+          for (Schedule sched : {Schedule::dynamic, Schedule::static_list}) {
+            SessionOptions o;
+            o.backend = Backend::gpu;
+            o.mode = mode;
+            o.schedule = sched;
+            o.blocks_per_sm = bps;
+            Session s(g, o);
+            s.run();
+            if (!s.check().passed) {
+              fmt::print("CHECK FAILED {} {} {}\n", kind, to_string(mode), s.check().summary());
+              return 1;
+            }
+            std::vector<double> ms;
+            for (const RunResult& r : s.time(3, reps)) ms.push_back(r.elapsed_ms);
+            print(fmt::format("gridflow {} {} {}/SM", to_string(mode), to_string(sched), bps), stat_of(ms).median,
+                  s.program().tiles.size());
+            if (mode == SyncMode::flags && sched == Schedule::dynamic && bps == 2) {
+              const BaselineTimes b = time_per_task_launches(s.executor(), 3, reps);
+              print("stream launch per task", stat_of(b.stream_ms).median, s.program().tiles.size());
+              print("CUDA graph of launches", stat_of(b.graph_ms).median, s.program().tiles.size());
+            }
+          }
+    }
+  report.write(args.json_path);
+  return 0;
+}

@@ -1,0 +1,70 @@
+// Shared pieces of the benchmarks: statistics, a JSON report, table printing, arguments.
+// Method (docs/PERFORMANCE.md): warm-up first, then the median of repetitions timed with CUDA events; latency
+// primitives by the difference method (time N and M iterations, report (t_N - t_M) / (N - M)).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace gridflow::bench {
+
+struct Stat {
+  double median = 0, min = 0, max = 0;
+  int n = 0;
+};
+
+inline Stat stat_of(std::vector<double> v) {
+  Stat s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = static_cast<int>(v.size());
+  s.median = s.n % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  s.min = v.front();
+  s.max = v.back();
+  return s;
+}
+
+struct Args {
+  std::string json_path;
+  bool quick = false;
+  static Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+      if (!std::strcmp(argv[i], "--json") && i + 1 < argc) a.json_path = argv[++i];
+      else if (!std::strcmp(argv[i], "--quick")) a.quick = true;
+      else {
+        std::fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
+        std::exit(2);
+      }
+    }
+    return a;
+  }
+};
+
+// Rows of results, written as {"benchmark", "date", "gpu", "rows": [...]}.
+class Report {
+public:
+  Report(std::string name, std::string gpu) : name_(std::move(name)), gpu_(std::move(gpu)) {}
+  void add(nlohmann::json row) { rows_.push_back(std::move(row)); }
+  void write(const std::string& path) const {
+    if (path.empty()) return;
+    char date[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    nlohmann::json doc = {{"benchmark", name_}, {"date", date}, {"gpu", gpu_}, {"rows", rows_}};
+    std::ofstream(path) << doc.dump(1) << "\n";
+  }
+
+private:
+  std::string name_, gpu_;
+  nlohmann::json rows_ = nlohmann::json::array();
+};
+
+} // namespace gridflow::bench

@@ -1,0 +1,123 @@
+// gridflow_bench_ops: large single ops through the megakernel against CUB, as bandwidth (bytes read + written).
+// Every gridflow configuration is checked against the float64 references before it is timed.
+#include "bench/bench_common.hpp"
+#include "bench/cub_baselines.hpp"
+#include "runtime/device.hpp"
+#include "scheduler/session.hpp"
+
+#include <fmt/format.h>
+
+using namespace gridflow;
+using namespace gridflow::bench;
+
+namespace {
+
+struct Timed {
+  double ms;
+  bool checked;
+  std::string check;
+};
+
+Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int reps, bool check) {
+  SessionOptions o;
+  o.backend = Backend::gpu;
+  o.mode = SyncMode::flags;
+  o.threads_per_block = threads;
+  o.blocks_per_sm = bps;
+  Session s(g, o);
+  s.run();
+  Timed t{0, check, ""};
+  if (check) {
+    const CheckReport c = s.check();
+    t.check = c.summary();
+    if (!c.passed) throw std::runtime_error("check failed before timing: " + c.summary());
+  }
+  std::vector<double> ms;
+  for (const RunResult& r : s.time(3, reps)) ms.push_back(r.elapsed_ms);
+  t.ms = stat_of(ms).median;
+  return t;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const Args args = Args::parse(argc, argv);
+  const DeviceInfo gpu = probe_gpu();
+  if (!gpu.available || !gpu_backend_built()) {
+    fmt::print("gridflow_bench_ops: no GPU ({}): nothing to measure\n", gpu.reason);
+    return 0;
+  }
+  Report report("ops", gpu.describe());
+  const long long n = args.quick ? (1LL << 26) : (1LL << 28);
+  const int reps = args.quick ? 5 : 10;
+  fmt::print("{:<22} {:<18} {:<22} {:>10} {:>9} {:>9}\n", "op", "shape", "impl", "ms", "TB/s", "vs CUB");
+  auto row = [&](const std::string& op, const std::string& shape, const std::string& impl, double ms, double bytes,
+                 double cub_ms, const std::string& check) {
+    const double tbs = bytes / (ms * 1e-3) / 1e12;
+    fmt::print("{:<22} {:<18} {:<22} {:>10.3f} {:>9.3f} {:>9}\n", op, shape, impl, ms, tbs,
+               cub_ms > 0 ? fmt::format("{:.2f}x", cub_ms / ms) : "");
+    report.add({{"op", op}, {"shape", shape}, {"impl", impl}, {"ms", ms}, {"tb_per_s", tbs}, {"bytes", bytes},
+                {"speedup_vs_cub", cub_ms > 0 ? cub_ms / ms : 0.0}, {"check", check}});
+  };
+  const std::string vec = fmt::format("2^{}", n == (1LL << 28) ? 28 : 26);
+
+  // Reduce and scan of n floats.
+  {
+    float* in = device_uniform(n, 1);
+    float* out = device_floats(n);
+    const double cub_reduce = stat_of(time_cub_reduce_sum(in, out, n, 3, reps)).median;
+    const double cub_scan = stat_of(time_cub_inclusive_sum(in, out, n, 3, reps)).median;
+    free_device(in);
+    free_device(out);
+    row("reduce sum f32", vec, "cub::DeviceReduce", cub_reduce, 4.0 * n, 0, "");
+    Graph g("reduce");
+    g.add_buffer("x", DType::f32, {n}, InitUniform{-1, 1, 1});
+    g.add_buffer("s", DType::f32, {1});
+    g.reduce("sum", "x", "s", ReduceFn::sum);
+    for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}, std::pair{256u, 1u}}) {
+      const Timed t = time_graph(g, threads, bps, reps, threads == 256 && bps == 2);
+      row("reduce sum f32", vec, fmt::format("gridflow {}x{}/SM", threads, bps), t.ms, 4.0 * n, cub_reduce, t.check);
+    }
+    row("scan incl sum f32", vec, "cub::DeviceScan", cub_scan, 8.0 * n, 0, "");
+    Graph h("scan");
+    h.add_buffer("x", DType::f32, {n}, InitUniform{-1, 1, 2});
+    h.add_buffer("y", DType::f32, {n});
+    h.scan("scan", "x", "y", ScanFn::sum);
+    for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}}) {
+      const Timed t = time_graph(h, threads, bps, reps, threads == 256);
+      row("scan incl sum f32", vec, fmt::format("gridflow {}x{}/SM", threads, bps), t.ms, 8.0 * n, cub_scan, t.check);
+    }
+  }
+  // Row reduce vs segmented reduce.
+  {
+    const long long cols = 1024, rows = n / cols;
+    float* in = device_uniform(n, 3);
+    float* out = device_floats(rows);
+    const double cub_seg = stat_of(time_cub_segmented_sum(in, out, rows, cols, 3, reps)).median;
+    free_device(in);
+    free_device(out);
+    const std::string shape = fmt::format("{}x{}", rows, cols);
+    row("row reduce sum f32", shape, "cub::DeviceSegmentedReduce", cub_seg, 4.0 * n + 4.0 * rows, 0, "");
+    Graph g("rowreduce");
+    g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-1, 1, 3});
+    g.add_buffer("r", DType::f32, {rows});
+    g.reduce("rows", "x", "r", ReduceFn::sum, Axis::row);
+    const Timed t = time_graph(g, 256, 2, reps, true);
+    row("row reduce sum f32", shape, "gridflow 256x2/SM", t.ms, 4.0 * n + 4.0 * rows, cub_seg, t.check);
+  }
+  // Softmax rows (no CUB equivalent: torch in bench/torch_baselines.py).
+  for (long long cols : {1024LL, 4096LL, 32768LL}) {
+    const long long rows = n / cols;
+    Graph g("softmax");
+    g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-4, 4, 4});
+    g.add_buffer("y", DType::f32, {rows, cols});
+    g.softmax("softmax", "x", "y");
+    const std::string shape = fmt::format("{}x{}", rows, cols);
+    for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}}) {
+      const Timed t = time_graph(g, threads, bps, reps, threads == 256);
+      row("softmax f32", shape, fmt::format("gridflow {}x{}/SM", threads, bps), t.ms, 8.0 * n, 0, t.check);
+    }
+  }
+  report.write(args.json_path);
+  return 0;
+}

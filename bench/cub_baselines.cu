@@ -1,0 +1,99 @@
+#include "bench/cub_baselines.hpp"
+#include "runtime/gpu/cuda_check.hpp"
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+
+namespace gridflow::bench {
+namespace {
+
+__global__ void uniform_kernel(float* out, long long n, std::uint64_t seed) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    std::uint64_t x = seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    out[i] = static_cast<float>(x >> 40) * 0x1.0p-24f * 2.0f - 1.0f;
+  }
+}
+
+template <class Call> std::vector<double> time_calls(int warmup, int reps, Call call) {
+  cudaEvent_t a, b;
+  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&a));
+  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<double> ms;
+  for (int r = 0; r < warmup + reps; ++r) {
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(a));
+    call();
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(b));
+    GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    if (r >= warmup) ms.push_back(t);
+  }
+  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
+  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+// Temporary storage sized by a first call, as CUB's two-phase API wants.
+struct Temp {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  ~Temp() { GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFree(p)); }
+  void reserve() { GRIDFLOW_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+};
+
+} // namespace
+
+float* device_uniform(long long n, std::uint64_t seed) {
+  float* p = nullptr;
+  GRIDFLOW_CUDA_CHECK(cudaMalloc(&p, static_cast<std::size_t>(n) * sizeof(float)));
+  uniform_kernel<<<1024, 256>>>(p, n, seed);
+  GRIDFLOW_CUDA_CHECK_LAUNCH();
+  GRIDFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+  return p;
+}
+
+float* device_floats(long long n) {
+  float* p = nullptr;
+  GRIDFLOW_CUDA_CHECK(cudaMalloc(&p, static_cast<std::size_t>(n) * sizeof(float)));
+  return p;
+}
+
+void free_device(void* p) { GRIDFLOW_CUDA_CHECK(cudaFree(p)); }
+
+std::vector<double> time_cub_reduce_sum(const float* in, float* out, long long n, int warmup, int reps) {
+  Temp t;
+  GRIDFLOW_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, t.bytes, in, out, n));
+  t.reserve();
+  return time_calls(warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cub::DeviceReduce::Sum(t.p, t.bytes, in, out, n)); });
+}
+
+std::vector<double> time_cub_inclusive_sum(const float* in, float* out, long long n, int warmup, int reps) {
+  Temp t;
+  GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, t.bytes, in, out, n));
+  t.reserve();
+  return time_calls(warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(t.p, t.bytes, in, out, n)); });
+}
+
+std::vector<double> time_cub_segmented_sum(const float* in, float* out, long long rows, long long cols, int warmup,
+                                           int reps) {
+  std::vector<int> h(static_cast<std::size_t>(rows + 1));
+  for (long long r = 0; r <= rows; ++r) h[static_cast<std::size_t>(r)] = static_cast<int>(r * cols);
+  int* offsets = nullptr;
+  GRIDFLOW_CUDA_CHECK(cudaMalloc(&offsets, h.size() * sizeof(int)));
+  GRIDFLOW_CUDA_CHECK(cudaMemcpy(offsets, h.data(), h.size() * sizeof(int), cudaMemcpyHostToDevice));
+  Temp t;
+  GRIDFLOW_CUDA_CHECK(cub::DeviceSegmentedReduce::Sum(nullptr, t.bytes, in, out, static_cast<int>(rows), offsets, offsets + 1));
+  t.reserve();
+  auto ms = time_calls(warmup, reps, [&] {
+    GRIDFLOW_CUDA_CHECK(cub::DeviceSegmentedReduce::Sum(t.p, t.bytes, in, out, static_cast<int>(rows), offsets, offsets + 1));
+  });
+  GRIDFLOW_CUDA_CHECK(cudaFree(offsets));
+  return ms;
+}
+
+} // namespace gridflow::bench

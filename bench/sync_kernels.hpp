@@ -1,0 +1,29 @@
+// Microbenchmark kernels of the synchronization primitives (bench/sync_kernels.cu): host entry points only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace gridflow::bench {
+
+enum class BarrierKind : int {
+  cg = 0,            // cooperative_groups::this_grid().sync()
+  flat = 1,          // gridflow's barrier (protocol.hpp): one release add per block, acquire poll of one counter
+  sm_aggregated = 2, // per-SM arrival counters; the last block of each SM adds to the global counter
+};
+
+// Blocks per SM the barrier kernel can keep resident at `threads` threads.
+int barrier_max_blocks_per_sm(int threads);
+
+// Milliseconds (median of `reps`, CUDA events) of one cooperative launch running `iters` barriers.
+double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps);
+
+// Milliseconds of one cooperative launch of 2 blocks passing a value back and forth `rounds` times
+// (2 * rounds one-way hops). `sentinel`: the value itself is polled (relaxed), else release/acquire flags.
+// `smids` receives the SMs of the two blocks.
+double time_pingpong(int rounds, bool sentinel, int reps, int smids[2]);
+
+// Launch-to-completion milliseconds of an empty kernel of `blocks` x 128 (median of `reps`).
+double time_empty_launch(int blocks, bool cooperative, int reps);
+
+} // namespace gridflow::bench
