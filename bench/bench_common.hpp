@@ -53,6 +53,7 @@ class Report {
 public:
   Report(std::string name, std::string gpu) : name_(std::move(name)), gpu_(std::move(gpu)) {}
   void add(nlohmann::json row) { rows_.push_back(std::move(row)); }
+  const nlohmann::json& rows() const { return rows_; }
   void write(const std::string& path) const {
     if (path.empty()) return;
     char date[32];

@@ -46,5 +46,7 @@ SessionOptions session_options(const SessionFlags& flags, const std::filesystem:
 void add_validate(CLI::App& app, Commands& commands);
 void add_lower(CLI::App& app, Commands& commands);
 void add_run(CLI::App& app, Commands& commands);
+void add_profile(CLI::App& app, Commands& commands);
+void add_bench(CLI::App& app, Commands& commands);
 
 } // namespace gridflow::cli

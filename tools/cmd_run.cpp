@@ -4,7 +4,9 @@
 #include "scheduler/analysis.hpp"
 #include "scheduler/json_format.hpp"
 #include "scheduler/lowering.hpp"
+#include "scheduler/report.hpp"
 #include "scheduler/session.hpp"
+#include "scheduler/trace_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -80,6 +82,8 @@ void add_run(CLI::App& app, Commands& commands) {
     int repeat = 0;
     int warmup = 3;
     std::string save_dir;
+    std::string trace;
+    std::string report;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("run", "Run a graph; --check compares every output with the CPU reference");
@@ -89,6 +93,8 @@ void add_run(CLI::App& app, Commands& commands) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones")->check(CLI::NonNegativeNumber);
   cmd->add_option("--save-dir", args->save_dir, "write buffers that have 'save' into this folder");
+  cmd->add_option("--trace", args->trace, "write a Chrome trace (Perfetto) of one traced run");
+  cmd->add_option("--report", args->report, "write the breakdown of one traced run as JSON (and .csv beside it)");
   add_session_flags(cmd, args->flags);
   cmd->callback([&commands, args] {
     commands.selected = [args] {
@@ -112,6 +118,28 @@ void add_run(CLI::App& app, Commands& commands) {
         fmt::print("timed: {:.4f} ms median of {} runs after {} warm-up (min {:.4f}, max {:.4f})\n", median(ms),
                    ms.size(), args->warmup, *std::min_element(ms.begin(), ms.end()),
                    *std::max_element(ms.begin(), ms.end()));
+      }
+      if (!args->trace.empty() || !args->report.empty()) {
+        const RunResult traced = s.time(0, 1, true).front();
+        const TraceAnalysis a = analyze_trace(s.program(), traced);
+        const Breakdown& b = a.breakdown;
+        fmt::print("traced run: makespan {:.3f} us, critical path {:.3f} us; work {:.1f}%, wait {:.1f}%, barrier "
+                   "{:.1f}%, dispatch {:.1f}%, idle {:.1f}%\n",
+                   a.makespan_ns * 1e-3, a.critical_path_ns * 1e-3, 100 * b.work.share, 100 * b.wait.share,
+                   100 * b.barrier.share, 100 * b.dispatch.share, 100 * b.idle.share);
+        if (!args->trace.empty()) write_text(args->trace, chrome_trace_json(s.program(), traced, s.graph().name()));
+        if (!args->report.empty()) {
+          ProfileEntry e;
+          e.executor = fmt::format("gridflow {} {}", to_string(s.options().mode), to_string(s.options().schedule));
+          e.config = s.describe();
+          e.median_ms = e.min_ms = e.max_ms = traced.elapsed_ms;
+          e.runs = 1;
+          e.analysis = a;
+          write_text(args->report, profile_json(s.graph().name(), s.executor().describe(), {e}).dump(1) + "\n");
+          std::string csv = args->report;
+          csv = (csv.size() > 5 && csv.substr(csv.size() - 5) == ".json" ? csv.substr(0, csv.size() - 5) : csv) + ".csv";
+          write_text(csv, profile_csv({e}));
+        }
       }
       return code;
     };

@@ -3,6 +3,8 @@
 //   gridflow validate GRAPH                     check a graph; run nothing
 //   gridflow lower GRAPH [options]              print the lowered device program
 //   gridflow run GRAPH [options] [--check]      run a graph (GPU when present, else the CPU backend)
+//   gridflow profile GRAPH [options]            every sync mode and the baselines side by side
+//   gridflow bench sync [options]               microbenchmarks of the synchronization primitives
 //
 // Exit codes: 0 success; 1 runtime failure (device error, watchdog, failed --check, I/O); 2 bad input (usage,
 // malformed or invalid graph). Errors are one line on stderr.
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   cli::add_validate(app, commands);
   cli::add_lower(app, commands);
   cli::add_run(app, commands);
+  cli::add_profile(app, commands);
+  cli::add_bench(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -126,11 +126,31 @@ TEST_F(Cli, UsageErrorsAreExitTwo) {
 }
 
 TEST_F(Cli, HelpOnEverySubcommand) {
-  for (const char* sub : {"", "validate", "lower", "run"}) {
+  for (const char* sub : {"", "validate", "lower", "run", "profile", "bench", "bench sync"}) {
     const Result r = run(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;
   }
+}
+
+TEST_F(Cli, RunWritesTraceAndReport) {
+  const Result r = run("run " + write("g.json", kGraph).string() +
+                       " --backend cpu --workers 2 --mode barrier --trace t.json --report rep.json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("traced run: makespan"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir_ / "t.json").find("traceEvents"), std::string::npos);
+  EXPECT_NE(slurp(dir_ / "rep.json").find("\"breakdown\""), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir_ / "rep.csv"));
+}
+
+TEST_F(Cli, ProfileRunsEveryModeAndWritesItsOutputs) {
+  const Result r = run("profile " + write("g.json", kGraph).string() + " --backend cpu --workers 2 --repeat 2 --out p");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("gridflow sentinel static"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bit-identical"), std::string::npos) << r.out;
+  for (const char* f : {"report.json", "report.csv", "breakdown.svg", "trace-gridflow-flags-dynamic.json",
+                        "timeline-gridflow-grid-sync-static.svg"})
+    EXPECT_TRUE(fs::exists(dir_ / "p" / f)) << f;
 }
 
 TEST_F(Cli, LowerPrintsTheProgram) {

@@ -1,0 +1,96 @@
+#include "scheduler/profile.hpp"
+
+#include "runtime/gpu_baselines.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gridflow {
+
+namespace {
+
+void set_times(ProfileEntry& e, std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  e.runs = static_cast<int>(ms.size());
+  if (ms.empty()) return;
+  e.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  e.min_ms = ms.front();
+  e.max_ms = ms.back();
+}
+
+bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!std::equal(a[i].bits().begin(), a[i].bits().end(), b[i].bits().begin())) return false;
+  return true;
+}
+
+} // namespace
+
+ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
+  ProfileResult result;
+  std::vector<HostTensor> first;
+  for (SyncMode mode : kAllSyncModes)
+    for (Schedule schedule : {Schedule::dynamic, Schedule::static_list}) {
+      SessionOptions so = o.base;
+      so.mode = mode;
+      so.schedule = schedule;
+      so.exec.trace = false;
+      Session s(graph, so);
+      if (result.device.empty()) result.device = s.executor().describe();
+      ProfileEntry e;
+      e.executor = fmt::format("gridflow {} {}", to_string(mode), to_string(schedule));
+      e.config = describe(so);
+      s.run();
+      const CheckReport check = s.check();
+      e.check = check.summary();
+      result.all_checked = result.all_checked && check.passed;
+      if (first.empty()) first = s.results();
+      e.matches_first = same_bits(first, s.results());
+      result.all_match = result.all_match && e.matches_first;
+      std::vector<double> ms;
+      for (const RunResult& r : s.time(o.warmup, o.repeat)) ms.push_back(r.elapsed_ms);
+      set_times(e, ms);
+      RunResult traced = s.time(0, 1, true).front();
+      e.analysis = analyze_trace(s.program(), traced);
+      result.traces.push_back({e.executor, s.program(), std::move(traced)});
+      result.entries.push_back(std::move(e));
+      if (o.baselines && o.base.backend == Backend::gpu && mode == SyncMode::flags && schedule == Schedule::dynamic) {
+        const BaselineTimes b = time_per_task_launches(s.executor(), o.warmup, o.repeat);
+        ProfileEntry stream, cuda_graph;
+        stream.executor = "stream: one launch per task";
+        cuda_graph.executor = "CUDA graph of those launches";
+        stream.config = cuda_graph.config = e.config;
+        set_times(stream, b.stream_ms);
+        set_times(cuda_graph, b.graph_ms);
+        result.entries.push_back(std::move(stream));
+        result.entries.push_back(std::move(cuda_graph));
+      }
+    }
+  return result;
+}
+
+std::string profile_table(const ProfileResult& r) {
+  double stream = 0, graph = 0;
+  for (const ProfileEntry& e : r.entries) {
+    if (e.executor.rfind("stream", 0) == 0) stream = e.median_ms;
+    if (e.executor.rfind("CUDA graph", 0) == 0) graph = e.median_ms;
+  }
+  std::string s = fmt::format("{:<32} {:>11} {:>10} {:>10} {:>9} {:>9} {:>8}\n", "executor", "median ms", "vs stream",
+                              "vs graph", "sync", "crit.path", "bits");
+  for (const ProfileEntry& e : r.entries) {
+    std::string sync = "", crit = "";
+    if (e.analysis) {
+      const Breakdown& b = e.analysis->breakdown;
+      sync = fmt::format("{:.0f}%", 100.0 * (b.wait.share + b.barrier.share + b.dispatch.share));
+      crit = fmt::format("{:.3f}", e.analysis->critical_path_ns * 1e-6);
+    }
+    s += fmt::format("{:<32} {:>11.4f} {:>10} {:>10} {:>9} {:>9} {:>8}\n", e.executor, e.median_ms,
+                     stream > 0 ? fmt::format("{:.2f}x", stream / e.median_ms) : "-",
+                     graph > 0 ? fmt::format("{:.2f}x", graph / e.median_ms) : "-", sync, crit,
+                     e.analysis ? (e.matches_first ? "same" : "DIFFER") : "");
+  }
+  return s;
+}
+
+} // namespace gridflow

@@ -1,0 +1,65 @@
+// What a traced run's time went to: per-block breakdown into work / dependency wait / barrier / dispatch / idle,
+// per-task figures, per-sync-event statistics, and the critical path of the task graph against the makespan.
+//
+// Definitions (per block, over the run's makespan [t0, t_end], t0 = first claim of any block):
+//   dispatch = claim (claim_begin -> claimed) + signal (executed -> signalled)
+//   wait     = dependency wait (claimed -> ready)
+//   work     = the body (ready -> executed)
+//   barrier  = inside grid barriers (arrive -> leave)
+//   idle     = the rest (before the first claim, failed claims, after the last tile)
+// Shares are over blocks x makespan, so they sum to 100%.
+#pragma once
+
+#include "runtime/lowered_program.hpp"
+#include "runtime/run_result.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gridflow {
+
+struct Share {
+  double ns = 0;    // summed over blocks
+  double share = 0; // of blocks x makespan
+};
+
+struct Breakdown {
+  Share work, wait, barrier, dispatch, idle;
+};
+
+struct EventStats {
+  std::size_t count = 0;
+  double median_ns = 0, p99_ns = 0, max_ns = 0, total_ns = 0;
+};
+
+struct TaskProfile {
+  std::string name;
+  std::uint32_t tiles = 0;
+  double work_ns = 0;     // summed over its tiles
+  double wait_ns = 0;
+  double span_ns = 0;     // first ready -> last executed
+  double longest_tile_ns = 0;
+};
+
+struct TraceAnalysis {
+  std::uint32_t blocks = 0;
+  double makespan_ns = 0;
+  double critical_path_ns = 0; // longest path through the task graph, each task weighted by its longest tile
+  Breakdown breakdown;
+  EventStats dependency_wait; // per tile that had dependencies: claimed -> ready
+  EventStats barrier_wait;    // per block per barrier: arrive -> leave
+  EventStats dispatch;        // per tile: claim + signal
+  std::vector<TaskProfile> tasks;
+};
+
+// Throws RuntimeError when the trace does not match the program (wrong sizes, tiles that never ran).
+TraceAnalysis analyze_trace(const LoweredProgram& program, const RunResult& run);
+
+EventStats event_stats(std::vector<double> durations_ns);
+
+// Chrome trace JSON (Perfetto, chrome://tracing): one track per block, slices for dispatch / wait / the task
+// body / signal / barriers, flow arrows from producer tiles to the tiles that waited for them.
+std::string chrome_trace_json(const LoweredProgram& program, const RunResult& run, const std::string& title);
+
+} // namespace gridflow

@@ -1,0 +1,100 @@
+// gridflow profile | bench sync
+#include "tools/cli_common.hpp"
+
+#include "scheduler/json_format.hpp"
+#include "scheduler/profile.hpp"
+#include "scheduler/report.hpp"
+
+#if defined(GRIDFLOW_HAS_CUDA)
+#include "bench/sync_bench.hpp"
+#endif
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace gridflow::cli {
+namespace {
+
+// "gridflow flags dynamic" -> "gridflow-flags-dynamic"
+std::string slug(const std::string& s) {
+  std::string o;
+  for (char c : s) o += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  return o;
+}
+
+} // namespace
+
+void add_profile(CLI::App& app, Commands& commands) {
+  struct Args {
+    std::string graph;
+    SessionFlags flags;
+    std::string out = "profile-out";
+    int repeat = 10;
+    int warmup = 3;
+    bool no_baselines = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "profile", "Run a graph in every sync mode and schedule (and, on the GPU, one launch per task on a stream and "
+                 "as a CUDA Graph) on identical data; check, compare, time, trace; write report, traces and plots");
+  cmd->add_option("GRAPH", args->graph, "graph JSON file")->required();
+  cmd->add_option("--out", args->out, "folder for report.json, report.csv, trace-*.json, *.svg");
+  cmd->add_option("--repeat", args->repeat, "timed runs per configuration")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-baselines", args->no_baselines, "skip the per-task launch baselines");
+  add_session_flags(cmd, args->flags);
+  cmd->callback([&commands, args] {
+    commands.selected = [args] {
+      const Graph g = load_graph(args->graph);
+      ProfileOptions po;
+      po.base = session_options(args->flags, args->graph);
+      po.repeat = args->repeat;
+      po.warmup = args->warmup;
+      po.baselines = !args->no_baselines;
+      const ProfileResult r = profile(g, po);
+      fmt::print("graph '{}' on {}\n{}", g.name(), r.device, profile_table(r));
+      const std::string dir = args->out + "/";
+      write_text(dir + "report.json", profile_json(g.name(), r.device, r.entries).dump(1) + "\n");
+      write_text(dir + "report.csv", profile_csv(r.entries));
+      write_text(dir + "breakdown.svg", breakdown_svg(r.entries, g.name()));
+      for (const ProfiledTrace& t : r.traces) {
+        write_text(dir + "trace-" + slug(t.executor) + ".json", chrome_trace_json(t.program, t.run, g.name() + ": " + t.executor));
+        write_text(dir + "timeline-" + slug(t.executor) + ".svg", timeline_svg(t.program, t.run, g.name() + ": " + t.executor));
+      }
+      fmt::print("outputs {} across configurations; reference check {}; wrote {}\n",
+                 r.all_match ? "bit-identical" : "DIFFER", r.all_checked ? "passed" : "FAILED", args->out);
+      return r.all_match && r.all_checked ? kExitOk : kExitRuntime;
+    };
+  });
+}
+
+void add_bench(CLI::App& app, Commands& commands) {
+  struct Args {
+    std::string json;
+    std::string svg;
+    bool quick = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* bench = app.add_subcommand("bench", "Microbenchmarks");
+  bench->require_subcommand(1);
+  CLI::App* sync = bench->add_subcommand("sync", "grid barriers (cg vs gridflow), flag and sentinel hand-off, "
+                                                 "empty-task dispatch, launch cost; difference method");
+  sync->add_option("--json", args->json, "write the rows as JSON");
+  sync->add_option("--svg", args->svg, "plot barrier cost against grid shape");
+  sync->add_flag("--quick", args->quick, "fewer repetitions and tasks");
+  sync->callback([&commands, args] {
+    commands.selected = [args] {
+#if defined(GRIDFLOW_HAS_CUDA)
+      const nlohmann::json rows = bench::run_sync_bench(args->quick);
+      if (!args->json.empty()) write_text(args->json, rows.dump(1) + "\n");
+      if (!args->svg.empty()) write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape"));
+      return rows.empty() ? kExitRuntime : kExitOk;
+#else
+      throw RuntimeError("gridflow bench sync needs the GPU backend, and this build has none");
+#endif
+    };
+  });
+}
+
+} // namespace gridflow::cli
