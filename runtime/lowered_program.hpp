@@ -34,6 +34,10 @@ struct LoweredProgram {
   std::vector<std::uint32_t> block_tiles;
   std::vector<BufferInfo> buffers;        // index = buffer table slot = graph buffer index
   std::vector<std::string> task_names;    // per device task
+  // The graph's edges between device tasks in every mode (whatever enforces them): task t's direct producers
+  // are pred_tasks[pred_begin[t] .. pred_begin[t + 1]). Host-side only (analysis, critical path).
+  std::vector<std::uint32_t> pred_begin;
+  std::vector<std::uint32_t> pred_tasks;
   program::StateLayout layout;
   std::uint32_t barriers_per_run = 0;     // level barriers one run passes (level modes: levels - 1)
   bool uses_tile_flags = false;

@@ -236,6 +236,13 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   }
   p.tiles.reserve(tiles_total);
 
+  // The graph's edges in device-task numbering (every mode), for analysis.
+  p.pred_begin.push_back(0);
+  for (std::uint32_t pos = 0; pos < n; ++pos) {
+    for (const Dependency& dep : a.deps[a.order[pos]]) p.pred_tasks.push_back(device_of[dep.producer]);
+    p.pred_begin.push_back(static_cast<std::uint32_t>(p.pred_tasks.size()));
+  }
+
   // 2. Sentinel outputs (sentinel mode): f32, no init, a single writer that does not read its own buffer.
   std::vector<bool> sentinel_task(n, false);
   if (o.mode == SyncMode::sentinel) {

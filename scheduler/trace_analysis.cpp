@@ -107,21 +107,16 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
   a.barrier_wait = event_stats(std::move(barrier_waits));
   a.dispatch = event_stats(std::move(dispatches));
 
-  // Critical path over tasks (topological order = device order), weights = longest tile. Edges: the program's
-  // dependency entries (dataflow modes) or the level order (level modes: every task of level L+1 after level L).
+  // Critical path over the graph's edges (device order is topological), each task weighted by its longest tile:
+  // the makespan with unlimited blocks and free synchronization. (In sentinel mode consumers poll inside their
+  // bodies, so their waits count as work and inflate this figure.)
   std::vector<double> finish(p.tasks.size(), 0.0);
-  std::vector<double> level_finish(p.num_levels() + 1, 0.0);
+  const bool edges = p.pred_begin.size() == p.tasks.size() + 1;
   for (std::size_t t = 0; t < p.tasks.size(); ++t) {
     double start = 0.0;
-    if (is_level_mode(p.mode)) {
-      start = p.tasks[t].level > 0 ? level_finish[p.tasks[t].level - 1] : 0.0;
-    } else if (p.tasks[t].num_tiles > 0) {
-      const program::TileDesc& tile = p.tiles[p.tasks[t].first_tile];
-      for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d)
-        start = std::max(start, finish[p.deps[d].task]);
-    }
+    if (edges)
+      for (std::uint32_t e = p.pred_begin[t]; e < p.pred_begin[t + 1]; ++e) start = std::max(start, finish[p.pred_tasks[e]]);
     finish[t] = start + a.tasks[t].longest_tile_ns;
-    level_finish[p.tasks[t].level] = std::max(level_finish[p.tasks[t].level], finish[t]);
     a.critical_path_ns = std::max(a.critical_path_ns, finish[t]);
   }
   return a;

@@ -66,6 +66,17 @@ TEST(Lowering, EveryItemIsCoveredExactlyOnce) {
   }
 }
 
+TEST(Lowering, GraphEdgesAreKeptInEveryMode) {
+  for (SyncMode m : kAllSyncModes) {
+    const LoweredProgram p = lower_graph(chain_graph(), m);
+    ASSERT_EQ(p.pred_begin.size(), 4u);
+    EXPECT_EQ(p.pred_begin[1] - p.pred_begin[0], 0u);
+    ASSERT_EQ(p.pred_begin[2] - p.pred_begin[1], 1u);
+    EXPECT_EQ(p.pred_tasks[p.pred_begin[1]], 0u);
+    EXPECT_EQ(p.pred_tasks[p.pred_begin[2]], 1u);
+  }
+}
+
 TEST(Lowering, LevelModesHaveNoDependencyEntries) {
   for (SyncMode m : {SyncMode::grid_sync, SyncMode::barrier}) {
     const LoweredProgram p = lower_graph(chain_graph(), m);

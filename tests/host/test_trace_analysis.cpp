@@ -27,6 +27,8 @@ std::pair<LoweredProgram, RunResult> synthetic() {
   p.tasks = {a, b};
   p.task_names = {"a", "b"};
   p.deps = {{0, 0, 1, static_cast<std::uint32_t>(program::DepKind::task)}};
+  p.pred_begin = {0, 0, 1};
+  p.pred_tasks = {0};
   p.tiles = {{0, 0, 0, 0}, {1, 0, 0, 1}};
   p.level_begin = {0, 1, 2};
   RunResult r;
