@@ -11,7 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "scheduler/errors.hpp"
+
 #include <cctype>
+#include <fstream>
 
 namespace gridflow::cli {
 namespace {
@@ -73,6 +76,7 @@ void add_bench(CLI::App& app, Commands& commands) {
   struct Args {
     std::string json;
     std::string svg;
+    std::string from;
     bool quick = false;
   };
   auto args = std::make_shared<Args>();
@@ -83,8 +87,23 @@ void add_bench(CLI::App& app, Commands& commands) {
   sync->add_option("--json", args->json, "write the rows as JSON");
   sync->add_option("--svg", args->svg, "plot barrier cost against grid shape");
   sync->add_flag("--quick", args->quick, "fewer repetitions and tasks");
+  sync->add_option("--from", args->from, "re-plot saved results (JSON from --json or gridflow_bench_sync) instead of measuring");
   sync->callback([&commands, args] {
-    commands.selected = [args] {
+    commands.selected = [args]() -> int {
+      if (!args->from.empty()) {
+        std::ifstream in(args->from);
+        if (!in) throw GraphError("cannot open " + args->from);
+        nlohmann::json doc;
+        try {
+          doc = nlohmann::json::parse(in);
+        } catch (const nlohmann::json::exception& e) {
+          throw GraphError(args->from + ": " + e.what());
+        }
+        const nlohmann::json rows = doc.is_object() && doc.contains("rows") ? doc["rows"] : doc;
+        if (args->svg.empty()) throw GraphError("--from needs --svg (where to draw the plot)");
+        write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape (" + args->from + ")"));
+        return kExitOk;
+      }
 #if defined(GRIDFLOW_HAS_CUDA)
       const nlohmann::json rows = bench::run_sync_bench(args->quick);
       if (!args->json.empty()) write_text(args->json, rows.dump(1) + "\n");

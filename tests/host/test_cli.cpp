@@ -153,6 +153,16 @@ TEST_F(Cli, ProfileRunsEveryModeAndWritesItsOutputs) {
     EXPECT_TRUE(fs::exists(dir_ / "p" / f)) << f;
 }
 
+TEST_F(Cli, BenchSyncReplotsSavedResultsWithoutAGpu) {
+  write("sync.json", R"({"rows": [{"what": "grid_barrier", "kind": "cg", "threads": 256, "blocks_per_sm": 1,
+                                   "us_per_barrier": 1.0}, {"what": "grid_barrier", "kind": "flat", "threads": 256,
+                                   "blocks_per_sm": 8, "us_per_barrier": 3.2}]})");
+  const Result r = run("bench sync --from sync.json --svg b.svg");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(slurp(dir_ / "b.svg").find("flat (256 thr)"), std::string::npos);
+  EXPECT_EQ(run("bench sync --from missing.json --svg b.svg").code, 2);
+}
+
 TEST_F(Cli, LowerPrintsTheProgram) {
   const Result r = run("lower " + write("g.json", kGraph).string() + " --blocks 4 --schedule static --list-blocks");
   EXPECT_EQ(r.code, 0) << r.err;

@@ -1,9 +1,11 @@
 // The JSON graph format: round trip, strictness, error positions.
+#include "scheduler/analysis.hpp"
 #include "scheduler/errors.hpp"
 #include "scheduler/json_format.hpp"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 namespace gridflow {
@@ -128,6 +130,19 @@ TEST(Json, HostDataCannotBeWritten) {
 }
 
 TEST(Json, MissingFileIsAGraphError) { EXPECT_THROW(load_graph("/nonexistent/graph.json"), GraphError); }
+
+// Every example graph in the repository loads, validates and round-trips.
+TEST(Json, ExampleGraphsAreValid) {
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(GRIDFLOW_SOURCE_DIR "/examples/graphs")) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    const Graph g = load_graph(entry.path());
+    EXPECT_NO_THROW(analyze(g)) << entry.path();
+    EXPECT_EQ(graph_to_json(graph_from_json(graph_to_json(g))), graph_to_json(g)) << entry.path();
+  }
+  EXPECT_GE(seen, 3);
+}
 
 } // namespace
 } // namespace gridflow
