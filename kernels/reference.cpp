@@ -12,6 +12,14 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Two's-complement wrap of an int64 running sum to int32, as the device's 32-bit adds produce.
 std::int32_t wrap_i32(std::int64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); }
 
+// Index of the first maximum, -1 for an empty range.
+template <class T> Expected first_argmax(std::span<const T> x) {
+  std::int64_t best = -1;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (best < 0 || x[i] > x[static_cast<std::size_t>(best)]) best = static_cast<std::int64_t>(i);
+  return {static_cast<double>(best), 0.0};
+}
+
 } // namespace
 
 double identity_f32(ReduceFn fn) {
@@ -54,12 +62,7 @@ Expected reduce(ReduceFn fn, std::span<const float> x) {
     for (float v : x) m = std::min(m, static_cast<double>(v));
     return {m, 0.0};
   }
-  case ReduceFn::argmax: {
-    std::int64_t best = -1;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (best < 0 || x[i] > x[static_cast<std::size_t>(best)]) best = static_cast<std::int64_t>(i);
-    return {static_cast<double>(best), 0.0};
-  }
+  case ReduceFn::argmax: return first_argmax(x);
   }
   return {};
 }
@@ -81,12 +84,7 @@ Expected reduce(ReduceFn fn, std::span<const std::int32_t> x) {
     for (std::int32_t v : x) m = std::min(m, v);
     return {static_cast<double>(m), 0.0};
   }
-  case ReduceFn::argmax: {
-    std::int64_t best = -1;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      if (best < 0 || x[i] > x[static_cast<std::size_t>(best)]) best = static_cast<std::int64_t>(i);
-    return {static_cast<double>(best), 0.0};
-  }
+  case ReduceFn::argmax: return first_argmax(x);
   }
   return {};
 }

@@ -3,6 +3,7 @@
 
 #include "kernels/op_types.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -47,5 +48,21 @@ private:
   DType dtype_ = DType::f32;
   std::vector<std::uint32_t> words_;
 };
+
+// True when both hold the same elements bit for bit (NaN payloads included).
+inline bool bit_identical(const HostTensor& a, const HostTensor& b) {
+  return a.dtype() == b.dtype() && a.size() == b.size() && std::equal(a.bits().begin(), a.bits().end(), b.bits().begin());
+}
+
+// True when every buffer is bit-identical; `which` receives the index of the first that differs.
+inline bool bit_identical(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b,
+                          std::size_t* which = nullptr) {
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (!bit_identical(a[i], b[i])) {
+      if (which) *which = i;
+      return false;
+    }
+  return a.size() == b.size();
+}
 
 } // namespace gridflow

@@ -19,12 +19,6 @@ void set_times(ProfileEntry& e, std::vector<double> ms) {
   e.max_ms = ms.back();
 }
 
-bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!std::equal(a[i].bits().begin(), a[i].bits().end(), b[i].bits().begin())) return false;
-  return true;
-}
-
 } // namespace
 
 ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
@@ -46,7 +40,7 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
       e.check = check.summary();
       result.all_checked = result.all_checked && check.passed;
       if (first.empty()) first = s.results();
-      e.matches_first = same_bits(first, s.results());
+      e.matches_first = bit_identical(first, s.results());
       result.all_match = result.all_match && e.matches_first;
       std::vector<double> ms;
       for (const RunResult& r : s.time(o.warmup, o.repeat)) ms.push_back(r.elapsed_ms);

@@ -32,12 +32,10 @@ inline SessionOptions gpu_options(SyncMode mode, std::uint32_t threads = 256, st
 }
 
 inline bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b, std::string* which = nullptr) {
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].size() != b[i].size() || !std::equal(a[i].bits().begin(), a[i].bits().end(), b[i].bits().begin())) {
-      if (which) *which = std::to_string(i);
-      return false;
-    }
-  return true;
+  std::size_t i = 0;
+  const bool same = bit_identical(a, b, &i);
+  if (!same && which) *which = std::to_string(i);
+  return same;
 }
 
 } // namespace gridflow::testing

@@ -39,10 +39,10 @@ std::vector<HostTensor> run_everywhere(const Graph& g, std::uint32_t workers, Ti
       if (first.empty()) {
         first = s.results();
       } else {
-        for (std::size_t b = 0; b < first.size(); ++b)
-          EXPECT_TRUE(std::equal(first[b].bits().begin(), first[b].bits().end(), s.results()[b].bits().begin()))
-              << "buffer " << g.buffers()[b].name << " differs in mode " << to_string(mode) << " schedule "
-              << to_string(schedule);
+        std::size_t b = 0;
+        EXPECT_TRUE(bit_identical(first, s.results(), &b))
+            << "buffer " << g.buffers()[b].name << " differs in mode " << to_string(mode) << " schedule "
+            << to_string(schedule);
       }
     }
   return first;

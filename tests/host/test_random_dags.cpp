@@ -54,10 +54,10 @@ TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
       Session s(g, o);
       const RunResult r = s.run();
       ASSERT_EQ(testing::trace_violation(s.program(), r), "") << to_string(mode) << " workers " << w;
-      for (std::size_t b = 0; b < expect.size(); ++b)
-        ASSERT_TRUE(std::equal(expect[b].bits().begin(), expect[b].bits().end(), s.results()[b].bits().begin()))
-            << "buffer " << g.buffers()[b].name << " differs: mode " << to_string(mode) << ", " << w
-            << " workers, schedule " << to_string(o.schedule);
+      std::size_t b = 0;
+      ASSERT_TRUE(bit_identical(expect, s.results(), &b))
+          << "buffer " << g.buffers()[b].name << " differs: mode " << to_string(mode) << ", " << w
+          << " workers, schedule " << to_string(o.schedule);
     }
 }
 
