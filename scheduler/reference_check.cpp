@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 
 namespace gridflow {
@@ -45,7 +47,8 @@ struct RefBuffer {
     if (!scale.empty()) scale[k] = s;
     if (written.empty()) written.assign(static_cast<std::size_t>(data.size()), 0);
     written[k] = 1;
-    alternatives.erase(i);
+    // (Guarded: per-task checks call set() from several threads, and then no buffer has alternatives.)
+    if (!alternatives.empty()) alternatives.erase(i);
     if (!undecidable.empty()) undecidable[k] = 0;
   }
 };
@@ -237,6 +240,18 @@ void compare_untouched(BufferCheck& bc, const HostTensor& out, const HostTensor&
   }
 }
 
+// Runs fn(i) for i in [0, n) on every hardware thread (fn must be safe to run concurrently for distinct i).
+template <class F> void parallel_for(std::size_t n, F fn) {
+  const std::size_t workers = std::min<std::size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::jthread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+}
+
 } // namespace
 
 std::vector<HostTensor> reference_outputs(const Graph& g, const Analysis& a, const std::vector<HostTensor>& initial) {
@@ -252,27 +267,43 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
   report.per_task = per_task_checkable(g, a);
   std::vector<RefBuffer> expect;
   if (report.per_task) {
-    // The reference of each task over the executor's own inputs (which no later task overwrote).
+    // The reference of each task over the executor's own inputs (which no later task overwrote). Tasks write
+    // disjoint ranges (no WAW here), so they run in parallel once every output's arrays exist.
     expect.resize(final.size());
     for (std::size_t b = 0; b < final.size(); ++b) expect[b].data = final[b];
+    for (std::size_t t = 0; t < g.tasks().size(); ++t) {
+      RefBuffer& out = expect[a.out[t].buffer];
+      if (out.written.empty()) {
+        out.written.assign(static_cast<std::size_t>(out.data.size()), 0);
+        if (out.data.dtype() == DType::f32) out.scale.assign(static_cast<std::size_t>(out.data.size()), 0.0);
+      }
+    }
     const std::vector<double> exact;
     const std::vector<std::uint8_t> decided;
-    for (std::uint32_t ti : a.order)
+    parallel_for(a.order.size(), [&](std::size_t k) {
+      const std::uint32_t ti = a.order[k];
       apply_task(g.tasks()[ti], a.in[ti], a.out[ti], Source{final[a.in[ti].buffer], exact, decided},
                  expect[a.out[ti].buffer]);
+    });
   } else {
     expect = run_reference(g, a, initial);
   }
-  for (std::size_t b = 0; b < final.size(); ++b) {
-    BufferCheck bc;
+  // Buffers compare independently; each gets its own report, merged in order.
+  std::vector<BufferCheck> checks(final.size());
+  std::vector<CheckReport> partial(final.size());
+  parallel_for(final.size(), [&](std::size_t b) {
+    BufferCheck& bc = checks[b];
     bc.buffer = g.buffers()[b].name;
     bc.written = !expect[b].written.empty();
     for (std::int64_t i = 0; i < final[b].size(); ++i) {
-      if (bc.written && expect[b].written[static_cast<std::size_t>(i)]) compare(bc, final[b], expect[b], i, report);
-      else compare_untouched(bc, final[b], initial[b], i, report);
+      if (bc.written && expect[b].written[static_cast<std::size_t>(i)]) compare(bc, final[b], expect[b], i, partial[b]);
+      else compare_untouched(bc, final[b], initial[b], i, partial[b]);
     }
-    report.max_error = std::max(report.max_error, bc.max_error);
-    report.buffers.push_back(std::move(bc));
+  });
+  for (std::size_t b = 0; b < final.size(); ++b) {
+    report.passed = report.passed && partial[b].passed;
+    report.max_error = std::max(report.max_error, checks[b].max_error);
+    report.buffers.push_back(std::move(checks[b]));
   }
   return report;
 }

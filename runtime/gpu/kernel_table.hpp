@@ -5,8 +5,10 @@
 
 namespace gridflow::gpu {
 
-// The megakernel's entry point for a block size (defined in megakernel_t<THREADS>.cu).
+// Entry points for a block size (both defined in megakernel_t<THREADS>.cu, one file per size so they compile in
+// parallel).
 template <int THREADS> const void* megakernel_entry();
+template <int THREADS> const void* task_kernel_entry();
 
 // The entry point for a runtime block size; nullptr for a size gridflow was not compiled for.
 const void* megakernel_entry_for(std::uint32_t threads);

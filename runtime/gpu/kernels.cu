@@ -1,6 +1,6 @@
 // Kernel entry points of the GPU backend (nvcc only: no host library headers beyond CUDA's own here).
 #include "runtime/gpu/kernel_table.hpp"
-#include "runtime/gpu/megakernel.cuh"
+#include "runtime/lowered_program.hpp"
 
 namespace gridflow::gpu {
 
@@ -16,22 +16,12 @@ __global__ void fill_sentinels_kernel(program::ProgramView view) {
 
 const void* fill_sentinels_entry() { return reinterpret_cast<const void*>(&fill_sentinels_kernel); }
 
-// Baseline: one ordinary launch per task, one block per tile, the same bodies; stream order replaces every
-// dependency. (Tiles of one task never wait on each other here except scan_all's look-back, which needs every
-// tile of the task co-resident: the baseline refuses larger scan_all tasks.)
-template <int THREADS>
-__global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
-    task_kernel(program::ProgramView view, program::RunParams params, std::uint32_t task) {
-  __shared__ SharedStorage<THREADS> shared;
-  execute_tile<THREADS>(view, params, shared, view.tasks[task].first_tile + blockIdx.x);
-}
-
 const void* task_kernel_entry_for(std::uint32_t threads) {
   switch (threads) {
-  case 128: return reinterpret_cast<const void*>(&task_kernel<128>);
-  case 256: return reinterpret_cast<const void*>(&task_kernel<256>);
-  case 512: return reinterpret_cast<const void*>(&task_kernel<512>);
-  case 1024: return reinterpret_cast<const void*>(&task_kernel<1024>);
+  case 128: return task_kernel_entry<128>();
+  case 256: return task_kernel_entry<256>();
+  case 512: return task_kernel_entry<512>();
+  case 1024: return task_kernel_entry<1024>();
   default: return nullptr;
   }
 }

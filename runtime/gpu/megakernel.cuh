@@ -85,4 +85,14 @@ __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
   program::interpret(block);
 }
 
+// Baseline: one ordinary launch per task, one block per tile, the same bodies; stream order replaces every
+// dependency. (Tiles of one task never wait on each other here except scan_all's look-back, which needs every
+// tile of the task co-resident: the baseline refuses larger scan_all tasks.)
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
+    task_kernel(program::ProgramView view, program::RunParams params, std::uint32_t task) {
+  __shared__ SharedStorage<THREADS> shared;
+  execute_tile<THREADS>(view, params, shared, view.tasks[task].first_tile + blockIdx.x);
+}
+
 } // namespace gridflow::gpu
