@@ -72,6 +72,28 @@ int main(int argc, char** argv) {
               const BaselineTimes b = time_per_task_launches(s.executor(), 3, reps);
               print("stream launch per task", stat_of(b.stream_ms).median, s.program().tiles.size());
               print("CUDA graph of launches", stat_of(b.graph_ms).median, s.program().tiles.size());
+              // The same configuration traced: what recording costs (tracing is off in every other row).
+              std::vector<double> traced;
+              for (const RunResult& r : s.time(3, reps, true)) traced.push_back(r.elapsed_ms);
+              print("gridflow flags dynamic 2/SM traced", stat_of(traced).median, s.program().tiles.size());
+              // Whole-task dependencies instead of per-tile ones: the gain of waiting only for the covering tiles.
+              SessionOptions whole = o;
+              whole.per_tile_deps = false;
+              Session w(g, whole);
+              w.run();
+              std::vector<double> wms;
+              for (const RunResult& r : w.time(3, reps)) wms.push_back(r.elapsed_ms);
+              print("gridflow flags dynamic 2/SM task-deps", stat_of(wms).median, w.program().tiles.size());
+            }
+            if (mode == SyncMode::sentinel && sched == Schedule::dynamic && bps == 2) {
+              // Pre-fill inside the megakernel (one grid barrier) instead of a fill kernel at submission.
+              SessionOptions kf = o;
+              kf.exec.sentinel_fill = SentinelFill::kernel;
+              Session k(g, kf);
+              k.run();
+              std::vector<double> kms;
+              for (const RunResult& r : k.time(3, reps)) kms.push_back(r.elapsed_ms);
+              print("gridflow sentinel dynamic 2/SM kernel-fill", stat_of(kms).median, k.program().tiles.size());
             }
           }
     }

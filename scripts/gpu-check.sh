@@ -34,6 +34,7 @@ fi
 if has test; then
   "$build/tests/gridflow_host_tests" --gtest_brief=1 >"$out/tests.log" 2>&1
   note "host tests" "$(grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | tr '\n' ' ')"
+  GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-250} \
   timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-420}" "$build/tests/gridflow_device_tests" --gtest_output=json:"$out/gpu-tests.json" >>"$out/tests.log" 2>&1
   rc=$?
   note "gpu tests" "rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED)|tests? from .* ran' "$out/tests.log" | tail -3 | tr '\n' ' ')"
