@@ -4,6 +4,20 @@
 
 namespace gridflow::gpu {
 
+namespace {
+// The entry of `threads` among the compiled block sizes (128, 256, 512, 1024), nullptr for any other.
+template <const void* (*E128)(), const void* (*E256)(), const void* (*E512)(), const void* (*E1024)()>
+const void* pick(std::uint32_t threads) {
+  switch (threads) {
+  case 128: return E128();
+  case 256: return E256();
+  case 512: return E512();
+  case 1024: return E1024();
+  default: return nullptr;
+  }
+}
+} // namespace
+
 __global__ void fill_sentinels_kernel(program::ProgramView view) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (std::uint32_t b = 0; b < view.num_buffers; ++b) {
@@ -17,23 +31,11 @@ __global__ void fill_sentinels_kernel(program::ProgramView view) {
 const void* fill_sentinels_entry() { return reinterpret_cast<const void*>(&fill_sentinels_kernel); }
 
 const void* task_kernel_entry_for(std::uint32_t threads) {
-  switch (threads) {
-  case 128: return task_kernel_entry<128>();
-  case 256: return task_kernel_entry<256>();
-  case 512: return task_kernel_entry<512>();
-  case 1024: return task_kernel_entry<1024>();
-  default: return nullptr;
-  }
+  return pick<task_kernel_entry<128>, task_kernel_entry<256>, task_kernel_entry<512>, task_kernel_entry<1024>>(threads);
 }
 
 const void* megakernel_entry_for(std::uint32_t threads) {
-  switch (threads) {
-  case 128: return megakernel_entry<128>();
-  case 256: return megakernel_entry<256>();
-  case 512: return megakernel_entry<512>();
-  case 1024: return megakernel_entry<1024>();
-  default: return nullptr;
-  }
+  return pick<megakernel_entry<128>, megakernel_entry<256>, megakernel_entry<512>, megakernel_entry<1024>>(threads);
 }
 
 } // namespace gridflow::gpu
