@@ -104,7 +104,7 @@ void schedule_static(LoweredProgram& p) {
     const double cost = kTileOverheadNs + kNsPerByte * bytes;
     // Earliest start on any block, and on each block that ran a producer tile.
     double ready_any = level_start;
-    std::vector<std::pair<std::uint32_t, double>> local; // (block, ready time on that block)
+    std::vector<std::uint32_t> local; // blocks that ran a producer tile
     for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
       const DepDesc& dep = p.deps[d];
       if (dep.kind == static_cast<std::uint32_t>(DepKind::task)) {
@@ -113,13 +113,13 @@ void schedule_static(LoweredProgram& p) {
         for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k) {
           const std::uint32_t pg = p.tasks[dep.task].first_tile + k;
           ready_any = std::max(ready_any, finish[pg] + kHopNs);
-          local.emplace_back(block_of[pg], finish[pg]);
+          local.push_back(block_of[pg]);
         }
       }
     }
     std::uint32_t best = static_cast<std::uint32_t>(std::min_element(free_at.begin(), free_at.end()) - free_at.begin());
     double best_start = std::max(free_at[best], ready_any);
-    for (const auto& [b, t] : local) {
+    for (const std::uint32_t b : local) {
       // On block b the hop from its own producer tiles disappears; other producers still cost the hop.
       double ready_b = level_start;
       for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
@@ -136,7 +136,6 @@ void schedule_static(LoweredProgram& p) {
         best_start = start;
         best = b;
       }
-      (void)t;
     }
     block_of[g] = best;
     finish[g] = best_start + cost;

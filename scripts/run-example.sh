@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: builds, then runs the example pipeline (MoE-style routing statistics by default) with --check,
+# The main job: builds, then runs an example pipeline (attention rows: softmax, row statistics, a global reduce)
+# with --check,
 # on the GPU when one is present, else on the CPU reference backend with a one-line notice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
