@@ -84,6 +84,21 @@ int main(int argc, char** argv) {
               std::vector<double> wms;
               for (const RunResult& r : w.time(3, reps)) wms.push_back(r.elapsed_ms);
               print("gridflow flags dynamic 2/SM task-deps", stat_of(wms).median, w.program().tiles.size());
+              // Tiles per task: smaller row tiles give per-tile dependencies independent row chains to overlap.
+              for (std::int64_t tile_elements : {4096LL, 1024LL}) {
+                SessionOptions t = o;
+                t.tiles.row_tile_elements = tile_elements;
+                Session ts(g, t);
+                ts.run();
+                if (!ts.check().passed) {
+                  fmt::print("CHECK FAILED {} row tiles {} {}\n", kind, tile_elements, ts.check().summary());
+                  return 1;
+                }
+                std::vector<double> tms;
+                for (const RunResult& r : ts.time(3, reps)) tms.push_back(r.elapsed_ms);
+                print(fmt::format("gridflow flags dynamic 2/SM {}-elt tiles", tile_elements), stat_of(tms).median,
+                      ts.program().tiles.size());
+              }
             }
             if (mode == SyncMode::sentinel && sched == Schedule::dynamic && bps == 2) {
               // Pre-fill inside the megakernel (one grid barrier) instead of a fill kernel at submission.

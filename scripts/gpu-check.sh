@@ -2,9 +2,12 @@
 # The whole GPU check in one call: configure for sm_90, build, run every test (host and GPU), the sanitizers on a
 # representative subset, and the benchmarks; logs and JSON go to OUTDIR, a summary table is printed last.
 #
-#   scripts/gpu-check.sh OUTDIR [STAGES]     STAGES: comma list of build,test,sanitize,bench (default: all)
+#   scripts/gpu-check.sh OUTDIR [STAGES]   STAGES: comma list of build,test,sanitize,bench,ncu
+#                                          (default: build,test,sanitize,bench; ncu profiles the megakernel on
+#                                          bench/graphs/*.json with Nsight Compute)
 #
-# Keeps to what the device tool brings back: at most 8 files, written flat into OUTDIR.
+# Keeps to what the device tool brings back (at most 8 files): summary.txt stays beside results.tar.gz, which holds
+# every log, JSON and report.
 set -uo pipefail
 out=${1:?usage: scripts/gpu-check.sh OUTDIR [build,test,sanitize,bench]}
 stages=${2:-build,test,sanitize,bench}
@@ -61,6 +64,22 @@ if has bench; then
   done
   [ -f bench/torch_baselines.py ] && timeout 240 python3 bench/torch_baselines.py --json "$out/torch.json" >>"$out/bench.log" 2>&1
 fi
+
+if has ncu; then
+  ncu_log="$out/ncu.log"
+  : >"$ncu_log"
+  sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+  for g in bench/graphs/*.json; do
+    echo "==== $g" >>"$ncu_log"
+    # shellcheck disable=SC2086
+    timeout 240 ncu --kernel-name regex:megakernel --launch-count 1 $sections "$build/gridflow" run "$g" >>"$ncu_log" 2>&1
+    note "ncu $(basename "$g" .json)" "rc=$?"
+  done
+fi
+
+# Everything but the summary into one archive (the device tool returns at most 8 files).
+(cd "$out" && tar czf results.tar.gz --exclude=results.tar.gz --exclude=summary.txt -- * &&
+  find . -type f ! -name results.tar.gz ! -name summary.txt -delete)
 
 echo "---- summary"
 cat "$summary"
