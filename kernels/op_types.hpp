@@ -10,8 +10,12 @@ namespace gridflow {
 
 enum class DType : std::uint32_t { f32 = 0, i32 = 1 };
 
-// Graph-level operation kinds.
-enum class OpKind : std::uint32_t { reduce = 0, scan = 1, softmax = 2 };
+// Graph-level operation kinds. histogram, scatter and select are the counting ops (integer bookkeeping of
+// routing and compaction pipelines): see graph.hpp for their contracts.
+enum class OpKind : std::uint32_t { reduce = 0, scan = 1, softmax = 2, histogram = 3, scatter = 4, select = 5 };
+
+// The predicate of select: keep x when `x CMP threshold`.
+enum class CmpFn : std::uint32_t { gt = 0, ge = 1, lt = 2, le = 3, eq = 4, ne = 5 };
 
 enum class ReduceFn : std::uint32_t { sum = 0, max = 1, min = 2, argmax = 3 };
 enum class ScanFn : std::uint32_t { sum = 0, max = 1 };
@@ -26,11 +30,13 @@ std::string_view to_string(OpKind);
 std::string_view to_string(ReduceFn);
 std::string_view to_string(ScanFn);
 std::string_view to_string(Axis);
+std::string_view to_string(CmpFn);
 
 std::optional<DType> parse_dtype(std::string_view);
 std::optional<OpKind> parse_op_kind(std::string_view);
 std::optional<ReduceFn> parse_reduce_fn(std::string_view);
 std::optional<ScanFn> parse_scan_fn(std::string_view);
 std::optional<Axis> parse_axis(std::string_view);
+std::optional<CmpFn> parse_cmp_fn(std::string_view);
 
 } // namespace gridflow

@@ -1,5 +1,7 @@
 #include "kernels/reference.hpp"
 
+#include "kernels/counting.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -135,12 +137,38 @@ void softmax(std::span<const float> row, bool log, std::span<Expected> out) {
   }
 }
 
+void histogram(std::span<const std::int32_t> keys, std::span<std::int32_t> counts) {
+  std::fill(counts.begin(), counts.end(), 0);
+  const auto bins = static_cast<std::int64_t>(counts.size());
+  for (const std::int32_t k : keys)
+    if (k >= 0 && k < bins) ++counts[static_cast<std::size_t>(k)];
+}
+
+namespace {
+template <class T> std::int64_t select_impl(CmpFn cmp, std::span<const T> x, T threshold, std::span<T> out) {
+  std::int64_t count = 0;
+  for (const T v : x)
+    if (kernels::select_keep(cmp, v, threshold)) out[static_cast<std::size_t>(count++)] = v;
+  return count;
+}
+} // namespace
+
+std::int64_t select(CmpFn cmp, std::span<const float> x, float threshold, std::span<float> out) {
+  return select_impl(cmp, x, threshold, out);
+}
+std::int64_t select(CmpFn cmp, std::span<const std::int32_t> x, std::int32_t threshold, std::span<std::int32_t> out) {
+  return select_impl(cmp, x, threshold, out);
+}
+
 double tolerance(OpKind op, DType dtype, ReduceFn rfn, ScanFn sfn) {
   if (dtype == DType::i32) return 0.0;
   switch (op) {
   case OpKind::reduce: return rfn == ReduceFn::sum ? 1e-5 : 0.0;
   case OpKind::scan: return sfn == ScanFn::sum ? 1e-5 : 0.0;
   case OpKind::softmax: return 1e-5;
+  case OpKind::histogram:
+  case OpKind::scatter:
+  case OpKind::select: return 0.0; // exact: counts, indices and copies
   }
   return 0.0;
 }

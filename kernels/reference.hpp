@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 namespace gridflow::ref {
 
@@ -38,11 +39,35 @@ void scan(ScanFn fn, bool exclusive, std::span<const std::int32_t> x, std::span<
 // Numerically stable softmax (or log-softmax) of one row; out.size() == row.size() >= 1.
 void softmax(std::span<const float> row, bool log, std::span<Expected> out);
 
+// The counting ops (contracts in kernels/counting.hpp); all exact.
+// histogram: counts.size() is the number of bins.
+void histogram(std::span<const std::int32_t> keys, std::span<std::int32_t> counts);
+// scatter: calls place(position, index) for every placed key, in index order (position within `out_size`).
+template <class Place>
+void scatter(std::span<const std::int32_t> keys, std::span<const std::int32_t> offsets, std::int64_t out_size,
+             Place place);
+// select: writes the kept elements to out[0, count) and returns count.
+std::int64_t select(CmpFn cmp, std::span<const float> x, float threshold, std::span<float> out);
+std::int64_t select(CmpFn cmp, std::span<const std::int32_t> x, std::int32_t threshold, std::span<std::int32_t> out);
+
 // Tolerances (relative to Expected::scale) a float32 implementation must meet; 0 for exact results.
 double tolerance(OpKind op, DType dtype, ReduceFn rfn = ReduceFn::sum, ScanFn sfn = ScanFn::sum);
 
 // Error of one element in units of its tolerance scale: 0 when exact; +inf for NaN or any mismatch of an
 // exact result.
 double scaled_error(double out, const Expected& e);
+
+template <class Place>
+void scatter(std::span<const std::int32_t> keys, std::span<const std::int32_t> offsets, std::int64_t out_size,
+             Place place) {
+  std::vector<std::int64_t> next(offsets.begin(), offsets.end());
+  const auto bins = static_cast<std::int64_t>(offsets.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::int32_t k = keys[i];
+    if (k < 0 || k >= bins) continue;
+    const std::int64_t pos = next[static_cast<std::size_t>(k)]++;
+    if (pos >= 0 && pos < out_size) place(pos, static_cast<std::int64_t>(i));
+  }
+}
 
 } // namespace gridflow::ref

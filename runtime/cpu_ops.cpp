@@ -2,6 +2,7 @@
 // cross-tile protocol (last-arriver combine for reduce_all, deterministic look-back for scan_all).
 #include "runtime/cpu_ops.hpp"
 
+#include "kernels/counting.hpp"
 #include "kernels/reference.hpp"
 #include "runtime/interpreter.hpp"
 #include "runtime/lookback.hpp"
@@ -241,6 +242,96 @@ bool softmax_rows(const TileCtx& c) {
   return true;
 }
 
+// ---- counting ops (kernels/counting.hpp) -------------------------------------------------------------------
+
+std::int32_t* aux_i32(const TileCtx& c) {
+  return static_cast<std::int32_t*>(c.view.buffers[c.task.aux_buffer]) + c.task.aux_offset;
+}
+
+// histogram: this tile's counts; one tile stores them, several publish a row each and the last to arrive sums
+// the rows (integer sums: the order cannot change the result).
+bool histogram(const TileCtx& c) {
+  const std::uint32_t k = c.view.tiles[c.tile].index;
+  const program::ItemRange r = program::tile_items(c.task, k);
+  std::vector<std::int32_t> keys;
+  if (!gather(c, r.begin, r.end, keys)) return false;
+  const std::uint32_t bins = c.task.param;
+  std::vector<std::int32_t> counts(bins);
+  ref::histogram(keys, counts);
+  if (c.task.num_tiles > 1) {
+    const program::Arena arena{c.view.state, c.view.layout};
+    auto* rows = reinterpret_cast<std::int32_t*>(arena.at(c.task.scratch));
+    std::copy(counts.begin(), counts.end(), rows + std::size_t{k} * bins);
+    auto* counter = reinterpret_cast<std::uint64_t*>(arena.at(c.task.counter));
+    if (!protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.params.epoch)) return true;
+    std::fill(counts.begin(), counts.end(), 0);
+    for (std::uint32_t j = 0; j < c.task.num_tiles; ++j)
+      for (std::uint32_t b = 0; b < bins; ++b)
+        counts[b] = static_cast<std::int32_t>(static_cast<std::uint32_t>(counts[b]) + static_cast<std::uint32_t>(rows[std::size_t{j} * bins + b]));
+  }
+  for (std::uint32_t b = 0; b < bins; ++b) store_bits(c, b, static_cast<std::uint32_t>(counts[b]));
+  return true;
+}
+
+// scatter: this tile's counts become row k (then its ready word); the rows of tiles < k plus the offsets give
+// each bin's first position for this tile; keys are then placed in index order.
+bool scatter(const TileCtx& c) {
+  const std::uint32_t k = c.view.tiles[c.tile].index;
+  const program::ItemRange r = program::tile_items(c.task, k);
+  std::vector<std::int32_t> keys;
+  if (!gather(c, r.begin, r.end, keys)) return false;
+  const std::uint32_t bins = c.task.param;
+  std::vector<std::int32_t> counts(bins);
+  ref::histogram(keys, counts);
+  const std::int32_t* offsets = aux_i32(c);
+  std::vector<std::int64_t> next(offsets, offsets + bins);
+  if (c.task.num_tiles > 1) {
+    unsigned char* scratch = program::Arena{c.view.state, c.view.layout}.at(c.task.scratch);
+    auto* rows = reinterpret_cast<std::int32_t*>(scratch);
+    auto* ready = reinterpret_cast<std::uint64_t*>(scratch + program::scatter_ready_words_offset(c.task));
+    std::copy(counts.begin(), counts.end(), rows + std::size_t{k} * bins);
+    protocol::publish_word(ready + k, c.params.epoch, 0);
+    for (std::uint32_t j = 0; j < k; ++j) {
+      std::uint32_t unused = 0;
+      if (!protocol::wait_word(c.site(), {program::WaitKind::lookback, c.view.tiles[c.tile].task, j, c.params.epoch},
+                               ready + j, c.params.epoch, unused))
+        return false;
+      for (std::uint32_t b = 0; b < bins; ++b) next[b] += rows[std::size_t{j} * bins + b];
+    }
+  }
+  const auto out_size = static_cast<std::int64_t>(c.task.out_size);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::int32_t key = keys[i];
+    if (key < 0 || key >= static_cast<std::int64_t>(bins)) continue;
+    const std::int64_t pos = next[static_cast<std::size_t>(key)]++;
+    if (pos >= 0 && pos < out_size) store_bits(c, pos, static_cast<std::uint32_t>(r.begin + static_cast<std::int64_t>(i)));
+  }
+  return true;
+}
+
+// select: this tile's kept elements go after every earlier tile's (the count's exclusive prefix, by the
+// deterministic look-back); the last tile writes the total.
+template <class T> bool select(const TileCtx& c) {
+  const program::TileDesc tile = c.view.tiles[c.tile];
+  const program::ItemRange r = program::tile_items(c.task, tile.index);
+  std::vector<T> x;
+  if (!gather(c, r.begin, r.end, x)) return false;
+  const auto cmp = static_cast<CmpFn>(c.task.param);
+  const T threshold = std::bit_cast<T>(c.task.param2);
+  std::vector<T> kept(x.size());
+  const auto own = static_cast<std::uint32_t>(ref::select(cmp, std::span<const T>(x), threshold, std::span<T>(kept)));
+  std::uint32_t prefix = 0;
+  if (c.task.num_tiles > 1) {
+    auto* words = reinterpret_cast<std::uint64_t*>(program::Arena{c.view.state, c.view.layout}.at(c.task.scratch));
+    if (!protocol::lookback_prefix(c.site(), tile.task, words, c.task.num_tiles, tile.index, c.params.epoch, own, 0u,
+                                   [](std::uint32_t a, std::uint32_t b) { return a + b; }, prefix))
+      return false;
+  }
+  for (std::uint32_t j = 0; j < own; ++j) store_bits(c, std::int64_t{prefix} + j, std::bit_cast<std::uint32_t>(kept[j]));
+  if (tile.index + 1 == c.task.num_tiles) aux_i32(c)[0] = static_cast<std::int32_t>(prefix + own);
+  return true;
+}
+
 template <template <class> class Op> bool by_dtype(const TileCtx& c) {
   return c.task.dtype == static_cast<std::uint32_t>(DType::i32) ? Op<std::int32_t>{}(c) : Op<float>{}(c);
 }
@@ -256,6 +347,9 @@ template <class T> struct ScanAllOp {
 template <class T> struct ScanRowsOp {
   bool operator()(const TileCtx& c) const { return scan_rows<T>(c); }
 };
+template <class T> struct SelectOp {
+  bool operator()(const TileCtx& c) const { return select<T>(c); }
+};
 
 } // namespace
 
@@ -263,7 +357,10 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
                   std::uint32_t tile) {
   const TaskDesc& task = view.tasks[view.tiles[tile].task];
   const TileCtx c{view, params, worker, tile, task};
-  if (task.in_buffer >= view.num_buffers || task.out_buffer >= view.num_buffers) {
+  const bool bad_aux = (task.opcode == static_cast<std::uint32_t>(Opcode::scatter) ||
+                        task.opcode == static_cast<std::uint32_t>(Opcode::select)) &&
+                       task.aux_buffer >= view.num_buffers;
+  if (task.in_buffer >= view.num_buffers || task.out_buffer >= view.num_buffers || bad_aux) {
     if (task.opcode != static_cast<std::uint32_t>(Opcode::noop)) {
       program::detail::raise_bad_descriptor(view, worker, tile, 2);
       return false;
@@ -275,6 +372,9 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
   case Opcode::scan_all: return by_dtype<ScanAllOp>(c);
   case Opcode::scan_rows: return by_dtype<ScanRowsOp>(c);
   case Opcode::softmax_rows: return softmax_rows(c);
+  case Opcode::histogram: return histogram(c);
+  case Opcode::scatter: return scatter(c);
+  case Opcode::select: return by_dtype<SelectOp>(c);
   case Opcode::noop: return true;
   default: {
     program::ErrorRecord e;

@@ -44,7 +44,9 @@ std::string describe_error(const program::ErrorRecord& e, const LoweredProgram& 
   case ErrorCode::bad_opcode:
     return fmt::format("corrupt program: {} found unknown opcode {}", where, e.detail);
   case ErrorCode::bad_descriptor:
-    return fmt::format("corrupt program: {} found a descriptor field out of range (field {})", where, e.detail);
+    return fmt::format("corrupt program: {} found a descriptor field out of range ({})", where,
+                       e.detail == 0 ? "tile id" : e.detail == 1 ? "dependency task" : e.detail == 2 ? "buffer index"
+                       : e.detail == 3 ? "scan tile size" : "bins");
   default: return fmt::format("device error {} at {}", e.code, where);
   }
 }

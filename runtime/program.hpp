@@ -21,8 +21,12 @@ enum class Opcode : std::uint32_t {
   scan_rows = 4,    // per-row scan; tiles are row ranges
   softmax_rows = 5, // per-row (log-)softmax; tiles are row ranges
   noop = 6,         // does nothing: dispatch and synchronization benchmarks, tests
+  histogram = 7,    // i32 keys -> counts[param bins]; tiles are element chunks; last arriving tile sums the rows
+  scatter = 8,      // i32 keys + offsets (aux) -> stable placement of indices; tile k folds rows of tiles < k
+  select = 9,       // compaction: tiles are element chunks (scan tile size); positions by deterministic look-back;
+                    // the count goes to aux
 };
-inline constexpr std::uint32_t kOpcodeCount = 7;
+inline constexpr std::uint32_t kOpcodeCount = 10;
 
 // TaskDesc::flags bits.
 enum TaskFlag : std::uint32_t {
@@ -47,19 +51,20 @@ struct alignas(16) TaskDesc {
   std::uint32_t first_tile = 0; // global id of this task's tile 0
   std::uint32_t num_tiles = 0;
   std::uint32_t graph_task = 0; // index of the graph task this lowers (for errors and traces)
-  std::uint32_t reserved0 = 0;
+  std::uint32_t param2 = 0;     // select: the threshold's bits (in the input's dtype)
   std::uint32_t reserved1 = 0;
   std::int64_t in_offset = 0;   // element offset of the input view in its buffer
   std::int64_t out_offset = 0;  // element offset of the output view in its buffer
   std::int64_t rows = 0;        // input view is rows x cols, row-major, contiguous; 1-D views: rows == 1
   std::int64_t cols = 0;
   std::int64_t tile_size = 0;   // elements per tile (reduce_all, scan_all) or rows per tile (row ops)
-  std::uint64_t scratch = 0;    // byte offset in the state arena: partials (reduce_all), look-back words (scan_all)
-  std::uint64_t counter = 0;    // byte offset in the state arena of the arrival counter line (reduce_all)
-  std::uint64_t aux_offset = 0;    // (reserved for ops with a second operand)
-  std::uint32_t aux_buffer = kNoBuffer;
-  std::uint32_t param = 0;         // (reserved for op parameters)
-  std::uint64_t reserved2 = 0;
+  std::uint64_t scratch = 0;    // byte offset in the state arena: partials (reduce_all), look-back words (scan_all,
+                                // select), count rows (histogram, scatter; scatter: then one ready word per tile)
+  std::uint64_t counter = 0;    // byte offset in the state arena of the arrival counter line (reduce_all, histogram)
+  std::uint64_t aux_offset = 0;    // element offset of the second operand: scatter's offsets (read), select's count
+  std::uint32_t aux_buffer = kNoBuffer; // (written)
+  std::uint32_t param = 0;         // histogram / scatter: bins; select: CmpFn
+  std::uint64_t out_size = 0;      // elements of the output view (scatter bounds its positions by it)
 };
 static_assert(sizeof(TaskDesc) == 128 && alignof(TaskDesc) == 16);
 static_assert(std::is_trivially_copyable_v<TaskDesc>);

@@ -41,11 +41,40 @@ GRIDFLOW_HOST_DEVICE std::int64_t output_per_item(const TaskDesc& t) {
   return t.opcode == static_cast<std::uint32_t>(Opcode::reduce_rows) ? 1 : input_per_item(t);
 }
 
-// True when tile k's outputs are final as soon as tile k signals (false for reduce_all, whose single output is
-// written by the last tile to arrive).
+// True for the counting ops (histogram, scatter, select): integer bookkeeping whose outputs land away from the
+// tile's input range, which read and write with plain accesses only (never polled, never sentinel outputs).
+GRIDFLOW_HOST_DEVICE bool is_counting_op(std::uint32_t opcode) {
+  return opcode == static_cast<std::uint32_t>(Opcode::histogram) ||
+         opcode == static_cast<std::uint32_t>(Opcode::scatter) ||
+         opcode == static_cast<std::uint32_t>(Opcode::select);
+}
+
+// True when tile k's outputs are final as soon as tile k signals and lie over its own input range (false for
+// reduce_all and histogram, whose outputs the last tile to arrive writes, and for scatter and select, whose
+// outputs land anywhere in the output view).
 GRIDFLOW_HOST_DEVICE bool output_is_tile_local(const TaskDesc& t) {
   return t.opcode != static_cast<std::uint32_t>(Opcode::reduce_all) &&
-         t.opcode != static_cast<std::uint32_t>(Opcode::noop);
+         t.opcode != static_cast<std::uint32_t>(Opcode::noop) && !is_counting_op(t.opcode);
+}
+
+// True when a tile waits for earlier tiles of its own task (look-back carries, scatter rows): one launch of
+// such a task needs all its tiles co-resident.
+GRIDFLOW_HOST_DEVICE bool waits_on_own_tiles(std::uint32_t opcode) {
+  return opcode == static_cast<std::uint32_t>(Opcode::scan_all) || opcode == static_cast<std::uint32_t>(Opcode::select) ||
+         opcode == static_cast<std::uint32_t>(Opcode::scatter);
+}
+
+// True when the task's tiles share state in the arena (partials, counters, look-back words, count rows).
+GRIDFLOW_HOST_DEVICE bool has_cross_tile_state(const TaskDesc& t) {
+  return t.num_tiles > 1 && (t.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) ||
+                             t.opcode == static_cast<std::uint32_t>(Opcode::histogram) || waits_on_own_tiles(t.opcode));
+}
+
+// Scatter scratch: `num_tiles` count rows of `param` i32 bins, then (from this byte offset, line-aligned) one
+// 64-bit ready word per tile.
+GRIDFLOW_HOST_DEVICE std::uint64_t scatter_ready_words_offset(const TaskDesc& t) {
+  const std::uint64_t rows = 4ull * t.param * t.num_tiles;
+  return (rows + kLine - 1) / kLine * kLine;
 }
 
 } // namespace gridflow::program

@@ -1,5 +1,6 @@
 #include "scheduler/analysis.hpp"
 
+#include "kernels/counting.hpp"
 #include "scheduler/errors.hpp"
 
 #include <fmt/format.h>
@@ -27,8 +28,12 @@ std::string hazard_names(std::uint32_t hazards) {
 }
 
 DType output_dtype(const Task& task, DType in_dtype) {
+  if (task.op == OpKind::histogram || task.op == OpKind::scatter) return DType::i32;
   return task.op == OpKind::reduce && task.reduce_fn == ReduceFn::argmax ? DType::i32 : in_dtype;
 }
+
+bool reads_aux(OpKind op) { return op == OpKind::scatter; }
+bool writes_aux(OpKind op) { return op == OpKind::select; }
 
 namespace {
 
@@ -149,15 +154,61 @@ bool overlaps(const ResolvedView& a, const ResolvedView& b) {
   return a.buffer == b.buffer && a.offset < b.end() && b.offset < a.end() && a.elements() > 0 && b.elements() > 0;
 }
 
+// The counting ops (kernels/counting.hpp): 1-D views, i32 keys, bin limits, aux roles, no aliasing.
+void validate_counting_op(const Graph& g, const Task& t, const ResolvedView& in, const ResolvedView& out,
+                          const ResolvedView& aux) {
+  const Buffer& bin = g.buffers()[in.buffer];
+  const Buffer& baux = g.buffers()[aux.buffer];
+  if (t.op != OpKind::select && bin.dtype != DType::i32)
+    throw_task_error(t.name, "in.buffer", quoted(bin.name), fmt::format("{} needs i32 keys", to_string(t.op)));
+  if (t.op != OpKind::histogram && baux.dtype != DType::i32)
+    throw_task_error(t.name, t.op == OpKind::scatter ? "offsets.buffer" : "count.buffer", quoted(baux.name),
+                     "must be i32");
+  switch (t.op) {
+  case OpKind::histogram:
+    if (out.elements() < 1 || out.elements() > kernels::kHistogramMaxBins)
+      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
+                       fmt::format("a histogram has 1 to {} bins (one per output element)", kernels::kHistogramMaxBins));
+    break;
+  case OpKind::scatter:
+    if (aux.elements() < 1 || aux.elements() > kernels::kScatterMaxBins)
+      throw_task_error(t.name, "offsets", fmt::format("{} elements", aux.elements()),
+                       fmt::format("scatter takes 1 to {} bins (one offset each)", kernels::kScatterMaxBins));
+    if (overlaps(aux, out))
+      throw_task_error(t.name, "out", quoted(g.buffers()[out.buffer].name), "a scatter cannot write over its offsets");
+    break;
+  case OpKind::select:
+    if (out.elements() != in.elements())
+      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
+                       fmt::format("select needs as many output elements as inputs ({})", in.elements()));
+    if (aux.elements() != 1)
+      throw_task_error(t.name, "count", fmt::format("{} elements", aux.elements()), "select writes one count");
+    if (overlaps(aux, in) || overlaps(aux, out))
+      throw_task_error(t.name, "count", quoted(baux.name), "the count cannot overlap the input or the output");
+    if (bin.dtype == DType::i32 && (t.threshold != std::floor(t.threshold) || std::fabs(t.threshold) > 2147483647.0))
+      throw_task_error(t.name, "threshold", fmt::format("{}", t.threshold), "an i32 select needs an i32 threshold");
+    if (bin.dtype == DType::f32 && std::isnan(t.threshold))
+      throw_task_error(t.name, "threshold", "nan", "must be a number");
+    break;
+  default: break;
+  }
+  if (overlaps(in, out))
+    throw_task_error(t.name, "out", quoted(g.buffers()[out.buffer].name),
+                     fmt::format("a {} cannot write over its input", to_string(t.op)));
+}
+
 void validate_op(const Graph& g, const Task& t, const ResolvedView& in, const ResolvedView& out) {
   const Buffer& bin = g.buffers()[in.buffer];
   const Buffer& bout = g.buffers()[out.buffer];
   const DType want_out = output_dtype(t, bin.dtype);
-  if (bout.dtype != want_out)
+  if (bout.dtype != want_out) {
+    const std::string what = t.op == OpKind::reduce ? fmt::format("reduce {}", to_string(t.reduce_fn))
+                             : t.op == OpKind::scan ? fmt::format("scan {}", to_string(t.scan_fn))
+                                                    : std::string(to_string(t.op));
     throw_task_error(t.name, "out.buffer", quoted(bout.name),
-                     fmt::format("is {}, but {} {} of {} produces {}", to_string(bout.dtype), to_string(t.op),
-                                 t.op == OpKind::reduce ? to_string(t.reduce_fn) : to_string(t.scan_fn),
-                                 to_string(bin.dtype), to_string(want_out)));
+                     fmt::format("is {}, but {} of {} produces {}", to_string(bout.dtype), what, to_string(bin.dtype),
+                                 to_string(want_out)));
+  }
   const bool same_range = in.buffer == out.buffer && in.offset == out.offset && in.elements() == out.elements();
   switch (t.op) {
   case OpKind::reduce: {
@@ -189,6 +240,9 @@ void validate_op(const Graph& g, const Task& t, const ResolvedView& in, const Re
                                    in.offset, to_string(t.op)));
     break;
   }
+  case OpKind::histogram:
+  case OpKind::scatter:
+  case OpKind::select: break; // validate_counting_op
   }
 }
 
@@ -312,6 +366,7 @@ Analysis analyze(const Graph& g) {
   std::unordered_map<std::string, std::uint32_t> task_index;
   a.in.resize(n);
   a.out.resize(n);
+  a.aux.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     const Task& t = g.tasks()[i];
     if (t.name.empty()) throw_task_error(fmt::format("#{}", i), "name", "\"\"", "tasks need a non-empty name");
@@ -319,6 +374,15 @@ Analysis analyze(const Graph& g) {
     a.in[i] = resolve_view(g, a.buffer_index, t, t.in, "in");
     a.out[i] = resolve_view(g, a.buffer_index, t, t.out, "out");
     validate_op(g, t, a.in[i], a.out[i]);
+    const char* aux_field = t.op == OpKind::scatter ? "offsets" : "count";
+    if (reads_aux(t.op) || writes_aux(t.op)) {
+      a.aux[i] = resolve_view(g, a.buffer_index, t, t.aux, aux_field);
+      validate_counting_op(g, t, a.in[i], a.out[i], *a.aux[i]);
+    } else if (!t.aux.buffer.empty()) {
+      throw_task_error(t.name, "aux", quoted(t.aux.buffer), fmt::format("a {} task takes no third view", to_string(t.op)));
+    } else if (t.op == OpKind::histogram) {
+      validate_counting_op(g, t, a.in[i], a.out[i], a.in[i]); // (no aux: the input stands in, unused)
+    }
   }
 
   // Dependencies: hazards in declaration order, then explicit edges.
@@ -327,8 +391,13 @@ Analysis analyze(const Graph& g) {
   HazardTracker tracker(g, a.deps);
   for (std::uint32_t i = 0; i < n; ++i) {
     tracker.read(i, a.in[i]);
+    if (reads_aux(g.tasks()[i].op)) tracker.read(i, *a.aux[i]);
     tracker.write(i, a.out[i]);
     ++a.writers[a.out[i].buffer];
+    if (writes_aux(g.tasks()[i].op)) {
+      tracker.write(i, *a.aux[i]);
+      ++a.writers[a.aux[i]->buffer];
+    }
   }
   for (std::uint32_t i = 0; i < n; ++i) {
     const Task& t = g.tasks()[i];

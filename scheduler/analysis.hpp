@@ -9,6 +9,7 @@
 #include "scheduler/graph.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -46,6 +47,7 @@ struct Dependency {
 struct Analysis {
   std::vector<ResolvedView> in;                // per task
   std::vector<ResolvedView> out;               // per task
+  std::vector<std::optional<ResolvedView>> aux; // per task: scatter's offsets (read), select's count (written)
   std::vector<std::vector<Dependency>> deps;   // per task: direct predecessors, sorted by producer
   std::vector<std::uint32_t> level;            // per task: 0 for tasks without predecessors
   std::vector<std::uint32_t> order;            // all tasks, sorted by (level, declaration index)
@@ -56,7 +58,11 @@ struct Analysis {
 
 Analysis analyze(const Graph& graph);
 
-// Output element type of a task reading `in_dtype` (argmax: i32, else the input's).
+// Whether a task's aux view is read (scatter) or written (select); ops without one use neither.
+bool reads_aux(OpKind op);
+bool writes_aux(OpKind op);
+
+// Output element type of a task reading `in_dtype` (argmax, histogram, scatter: i32; else the input's).
 DType output_dtype(const Task& task, DType in_dtype);
 
 } // namespace gridflow

@@ -90,6 +90,37 @@ Task& Graph::softmax(std::string name, ViewSpec in, ViewSpec out, bool log) {
   return add_task(std::move(t));
 }
 
+Task& Graph::histogram(std::string name, ViewSpec keys, ViewSpec counts) {
+  Task t;
+  t.name = std::move(name);
+  t.op = OpKind::histogram;
+  t.in = std::move(keys);
+  t.out = std::move(counts);
+  return add_task(std::move(t));
+}
+
+Task& Graph::scatter(std::string name, ViewSpec keys, ViewSpec offsets, ViewSpec out) {
+  Task t;
+  t.name = std::move(name);
+  t.op = OpKind::scatter;
+  t.in = std::move(keys);
+  t.aux = std::move(offsets);
+  t.out = std::move(out);
+  return add_task(std::move(t));
+}
+
+Task& Graph::select(std::string name, ViewSpec in, ViewSpec out, ViewSpec count, CmpFn cmp, double threshold) {
+  Task t;
+  t.name = std::move(name);
+  t.op = OpKind::select;
+  t.in = std::move(in);
+  t.out = std::move(out);
+  t.aux = std::move(count);
+  t.cmp = cmp;
+  t.threshold = threshold;
+  return add_task(std::move(t));
+}
+
 const Buffer* Graph::find_buffer(const std::string& name) const {
   for (const Buffer& b : buffers_)
     if (b.name == name) return &b;

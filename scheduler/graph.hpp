@@ -65,6 +65,10 @@ struct ViewSpec {
   static ViewSpec block(std::string name, std::int64_t offset, std::int64_t rows, std::int64_t cols);
 };
 
+// One task. The counting ops (contracts in kernels/counting.hpp) work on 1-D views:
+//   histogram: in = i32 keys, out = i32 counts (bins = out's length, at most 4096);
+//   scatter:   in = i32 keys, aux = i32 offsets (bins = its length, at most 1024), out = i32 placed indices;
+//   select:    in = f32 or i32, out = same dtype and length, aux = one i32 (the count); keeps x CMP threshold.
 struct Task {
   std::string name;
   OpKind op = OpKind::reduce;
@@ -73,8 +77,11 @@ struct Task {
   bool exclusive = false;             // scan
   bool log = false;                   // softmax
   Axis axis = Axis::all;              // reduce, scan: the whole view or each row; softmax: always rows
+  CmpFn cmp = CmpFn::gt;              // select
+  double threshold = 0.0;             // select (an integer for i32 inputs)
   ViewSpec in;
   ViewSpec out;
+  ViewSpec aux;                   // scatter: offsets (read); select: count (written); others: none (no buffer)
   std::vector<std::string> after; // names of tasks this one must follow
 };
 
@@ -97,6 +104,9 @@ public:
   Task& reduce(std::string name, ViewSpec in, ViewSpec out, ReduceFn fn, Axis axis = Axis::all);
   Task& scan(std::string name, ViewSpec in, ViewSpec out, ScanFn fn, bool exclusive = false, Axis axis = Axis::all);
   Task& softmax(std::string name, ViewSpec in, ViewSpec out, bool log = false);
+  Task& histogram(std::string name, ViewSpec keys, ViewSpec counts);
+  Task& scatter(std::string name, ViewSpec keys, ViewSpec offsets, ViewSpec out);
+  Task& select(std::string name, ViewSpec in, ViewSpec out, ViewSpec count, CmpFn cmp, double threshold);
 
   const std::vector<Buffer>& buffers() const { return buffers_; }
   std::vector<Buffer>& buffers() { return buffers_; }

@@ -158,7 +158,8 @@ ViewSpec parse_view(const Node& n) {
 
 Task parse_task(const Node& n) {
   Task t;
-  const OpKind op = parse_enum<OpKind>(n.required("op", "a task"), &parse_op_kind, "\"reduce\", \"scan\", \"softmax\"");
+  const OpKind op = parse_enum<OpKind>(n.required("op", "a task"), &parse_op_kind,
+                                       "\"reduce\", \"scan\", \"softmax\", \"histogram\", \"scatter\", \"select\"");
   t.op = op;
   switch (op) {
   case OpKind::reduce:
@@ -174,6 +175,18 @@ Task parse_task(const Node& n) {
     n.only_keys({"name", "op", "in", "out", "after", "log", "axis"}, "a softmax task");
     if (n.has("log")) t.log = n.key("log").boolean();
     t.axis = Axis::row;
+    break;
+  case OpKind::histogram: n.only_keys({"name", "op", "in", "out", "after"}, "a histogram task"); break;
+  case OpKind::scatter:
+    n.only_keys({"name", "op", "in", "offsets", "out", "after"}, "a scatter task");
+    t.aux = parse_view(n.required("offsets", "a scatter task"));
+    break;
+  case OpKind::select:
+    n.only_keys({"name", "op", "in", "out", "count", "cmp", "threshold", "after"}, "a select task");
+    t.aux = parse_view(n.required("count", "a select task"));
+    t.cmp = parse_enum<CmpFn>(n.required("cmp", "a select task"), &parse_cmp_fn,
+                              "\"gt\", \"ge\", \"lt\", \"le\", \"eq\", \"ne\"");
+    t.threshold = n.required("threshold", "a select task").number();
     break;
   }
   t.name = n.required("name", "a task").string();
@@ -269,9 +282,15 @@ std::string graph_to_json(const Graph& g, int indent) {
       jt["exclusive"] = t.exclusive;
     }
     if (t.op == OpKind::softmax) jt["log"] = t.log;
-    else jt["axis"] = to_string(t.axis);
+    else if (t.op == OpKind::reduce || t.op == OpKind::scan) jt["axis"] = to_string(t.axis);
+    if (t.op == OpKind::select) {
+      jt["cmp"] = to_string(t.cmp);
+      jt["threshold"] = t.threshold;
+    }
     jt["in"] = view_json(t.in);
+    if (t.op == OpKind::scatter) jt["offsets"] = view_json(t.aux);
     jt["out"] = view_json(t.out);
+    if (t.op == OpKind::select) jt["count"] = view_json(t.aux);
     if (!t.after.empty()) jt["after"] = t.after;
     doc["tasks"].push_back(std::move(jt));
   }

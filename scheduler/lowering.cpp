@@ -1,5 +1,6 @@
 #include "scheduler/lowering.hpp"
 
+#include "kernels/counting.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/errors.hpp"
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 namespace gridflow {
@@ -29,6 +31,9 @@ Opcode opcode_for(const Task& t, const ResolvedView& in) {
   case OpKind::reduce: return t.axis == Axis::row && in.rows != 1 ? Opcode::reduce_rows : Opcode::reduce_all;
   case OpKind::scan: return t.axis == Axis::row && in.rows != 1 ? Opcode::scan_rows : Opcode::scan_all;
   case OpKind::softmax: return Opcode::softmax_rows;
+  case OpKind::histogram: return Opcode::histogram;
+  case OpKind::scatter: return Opcode::scatter;
+  case OpKind::select: return Opcode::select;
   }
   return Opcode::invalid;
 }
@@ -43,7 +48,15 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
     const std::int64_t want = std::max(p.reduce_min_tile, ceil_div(std::max<std::int64_t>(items, 1), spread));
     return std::min(ceil_div(want, 1024) * 1024, std::max(p.max_tile_elements, p.reduce_min_tile));
   }
-  case Opcode::scan_all: return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
+  case Opcode::scan_all:
+  case Opcode::select: return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
+  case Opcode::histogram:
+  case Opcode::scatter: {
+    // At most about one tile per block: the histogram's last tile folds one count row per tile, and each scatter
+    // tile folds the rows of every earlier tile.
+    const std::int64_t want = std::max(kernels::kCountingMinTile, ceil_div(std::max<std::int64_t>(items, 1), o.grid_blocks));
+    return ceil_div(want, 1024) * 1024;
+  }
   default: {
     const std::int64_t by_size = std::max<std::int64_t>(1, p.row_tile_elements / std::max<std::int64_t>(d.cols, 1));
     const std::int64_t by_spread = std::max<std::int64_t>(1, ceil_div(items, spread));
@@ -77,8 +90,10 @@ std::pair<std::uint32_t, std::uint32_t> producer_tiles(const TaskDesc& p, Footpr
 bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
   const ResolvedView& out = a.out[task];
   const Buffer& b = g.buffers()[out.buffer];
-  return b.dtype == DType::f32 && std::holds_alternative<std::monostate>(b.init) && a.writers[out.buffer] == 1 &&
-         a.in[task].buffer != out.buffer;
+  const bool counting = reads_aux(g.tasks()[task].op) || writes_aux(g.tasks()[task].op) ||
+                        g.tasks()[task].op == OpKind::histogram;
+  return !counting && b.dtype == DType::f32 && std::holds_alternative<std::monostate>(b.init) &&
+         a.writers[out.buffer] == 1 && a.in[task].buffer != out.buffer;
 }
 
 // Static schedule: list scheduling in global tile order by estimated finish time; a block that ran a producer
@@ -176,9 +191,18 @@ void assign_state_layout(LoweredProgram& p) {
       at += kLine;
       d.scratch = at;
       at = align_line(at + sizeof(program::Partial) * d.num_tiles);
-    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all)) {
+    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all) ||
+               d.opcode == static_cast<std::uint32_t>(Opcode::select)) {
       d.scratch = at;
       at = align_line(at + 8ull * protocol::lookback_words(d.num_tiles));
+    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::histogram)) {
+      d.counter = at;
+      at += kLine;
+      d.scratch = at;
+      at = align_line(at + 4ull * d.param * d.num_tiles);
+    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scatter)) {
+      d.scratch = at; // count rows, then one ready word per tile
+      at = align_line(at + program::scatter_ready_words_offset(d) + 8ull * d.num_tiles);
     }
   }
   L.total = at;
@@ -214,6 +238,19 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     d.out_buffer = out.buffer;
     d.in_offset = in.offset;
     d.out_offset = out.offset;
+    d.out_size = static_cast<std::uint64_t>(out.elements());
+    if (a.aux[gi]) {
+      d.aux_buffer = a.aux[gi]->buffer;
+      d.aux_offset = static_cast<std::uint64_t>(a.aux[gi]->offset);
+    }
+    if (t.op == OpKind::histogram) d.param = static_cast<std::uint32_t>(out.elements());
+    if (t.op == OpKind::scatter) d.param = static_cast<std::uint32_t>(a.aux[gi]->elements());
+    if (t.op == OpKind::select) {
+      d.param = static_cast<std::uint32_t>(t.cmp);
+      d.param2 = graph.buffers()[in.buffer].dtype == DType::f32
+                     ? std::bit_cast<std::uint32_t>(static_cast<float>(t.threshold))
+                     : static_cast<std::uint32_t>(static_cast<std::int32_t>(t.threshold));
+    }
     const bool row_op = program::is_row_op(d.opcode);
     d.rows = row_op ? in.rows : 1;
     d.cols = row_op ? in.cols : in.elements();
@@ -222,7 +259,10 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     d.tile_size = tile_size_for(d, o);
     const std::int64_t items = program::task_items(d);
     std::int64_t tiles = ceil_div(items, std::max<std::int64_t>(d.tile_size, 1));
-    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) tiles = std::max<std::int64_t>(tiles, 1);
+    // Ops that write something even for an empty input (a value, zero counts, a zero count) need a tile.
+    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) ||
+        d.opcode == static_cast<std::uint32_t>(Opcode::histogram) || d.opcode == static_cast<std::uint32_t>(Opcode::select))
+      tiles = std::max<std::int64_t>(tiles, 1);
     d.first_tile = static_cast<std::uint32_t>(tiles_total);
     d.num_tiles = static_cast<std::uint32_t>(tiles);
     tiles_total += static_cast<std::uint64_t>(tiles);
@@ -270,11 +310,14 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     if (dataflow)
       for (const Dependency& dep : a.deps[gi]) {
         const TaskDesc& prod = p.tasks[device_of[dep.producer]];
-        if (o.mode == SyncMode::sentinel && dep.hazards == kHazardRaw && sentinel_task[dep.producer]) {
+        // Counting ops read with plain loads only (and scatter reads a second view): they wait on counters.
+        const bool counting = program::is_counting_op(c.opcode);
+        if (o.mode == SyncMode::sentinel && dep.hazards == kHazardRaw && sentinel_task[dep.producer] && !counting) {
           c.flags |= program::kPollInputs; // the data is the flag
           continue;
         }
-        const bool per_tile = o.per_tile_deps && dep.hazards == kHazardRaw && program::output_is_tile_local(prod);
+        const bool per_tile =
+            o.per_tile_deps && dep.hazards == kHazardRaw && program::output_is_tile_local(prod) && !counting;
         needs.push_back({device_of[dep.producer], per_tile});
       }
     // Task-level deps are shared by every tile of the task.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -156,9 +157,64 @@ void apply_softmax(const Task& t, const ResolvedView& iv, const ResolvedView& ov
   }
 }
 
+// The counting ops (exact). An undecidable input element, or (select) a computed input within its error of the
+// threshold, leaves every output of the task undecidable: which elements land where could go either way.
+template <class T>
+void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& av, Inputs<T>& in,
+                    const Inputs<std::int32_t>* offsets, RefBuffer& out, RefBuffer* count) {
+  bool undecidable = in.any_undecidable(0, static_cast<std::int64_t>(in.x.size())) ||
+                     (offsets && offsets->any_undecidable(0, static_cast<std::int64_t>(offsets->x.size())));
+  if constexpr (std::is_same_v<T, std::int32_t>) {
+    if (t.op == OpKind::histogram) {
+      std::vector<std::int32_t> counts(static_cast<std::size_t>(ov.elements()));
+      ref::histogram(in.x, counts);
+      for (std::int64_t b = 0; b < ov.elements(); ++b) out.set(ov.offset + b, counts[static_cast<std::size_t>(b)], 0.0);
+    } else if (t.op == OpKind::scatter) {
+      ref::scatter(in.x, offsets->x, ov.elements(),
+                   [&](std::int64_t pos, std::int64_t i) { out.set(ov.offset + pos, static_cast<double>(i), 0.0); });
+      if (undecidable) // only what was placed: the rest keeps its contents
+        for (std::int64_t j = 0; j < ov.elements(); ++j)
+          if (!out.written.empty() && out.written[static_cast<std::size_t>(ov.offset + j)]) out.mark_undecidable(ov.offset + j);
+      return;
+    }
+  }
+  if (t.op == OpKind::select) {
+    const T threshold = static_cast<T>(t.threshold);
+    for (std::size_t i = 0; i < in.x.size() && !undecidable; ++i)
+      undecidable = in.s[i] > 0.0 && std::fabs(static_cast<double>(in.x[i]) - t.threshold) <= kCheckTolerance * in.s[i];
+    std::vector<T> kept(in.x.size());
+    const std::int64_t n = ref::select(t.cmp, std::span<const T>(in.x), threshold, std::span<T>(kept));
+    for (std::int64_t j = 0; j < n; ++j) out.set(ov.offset + j, static_cast<double>(kept[static_cast<std::size_t>(j)]), 0.0);
+    count->set(av.offset, static_cast<double>(n), 0.0);
+    if (undecidable) {
+      for (std::int64_t j = 0; j < n; ++j) out.mark_undecidable(ov.offset + j);
+      count->mark_undecidable(av.offset);
+    }
+    return;
+  }
+  if (undecidable)
+    for (std::int64_t j = 0; j < ov.elements(); ++j) out.mark_undecidable(ov.offset + j);
+}
+
 // Applies task `t` reading `src` (view iv) and writing `dst` (view ov); src may alias dst (inputs are copied
-// before anything is written).
-void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, const Source& src, RefBuffer& dst) {
+// before anything is written). Counting ops also get their aux view: offsets read from `aux_src`, or the count
+// written to `aux_dst`.
+void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, const Source& src, RefBuffer& dst,
+                const std::optional<ResolvedView>& av = {}, const Source* aux_src = nullptr,
+                RefBuffer* aux_dst = nullptr) {
+  if (t.op == OpKind::histogram || t.op == OpKind::scatter || t.op == OpKind::select) {
+    std::optional<Inputs<std::int32_t>> offsets;
+    if (aux_src) offsets = gather<std::int32_t>(*aux_src, *av);
+    const ResolvedView none;
+    if (src.data.dtype() == DType::f32) {
+      Inputs<float> in = gather<float>(src, iv);
+      apply_counting(t, ov, av ? *av : none, in, offsets ? &*offsets : nullptr, dst, aux_dst);
+    } else {
+      Inputs<std::int32_t> in = gather<std::int32_t>(src, iv);
+      apply_counting(t, ov, av ? *av : none, in, offsets ? &*offsets : nullptr, dst, aux_dst);
+    }
+    return;
+  }
   if (src.data.dtype() == DType::f32) {
     Inputs<float> in = gather<float>(src, iv);
     if (t.op == OpKind::reduce) apply_reduce(t, iv, ov, in, dst);
@@ -177,7 +233,13 @@ std::vector<RefBuffer> run_reference(const Graph& g, const Analysis& a, const st
   for (std::uint32_t ti : a.order) {
     const Task& t = g.tasks()[ti];
     const RefBuffer& in = state[a.in[ti].buffer];
-    apply_task(t, a.in[ti], a.out[ti], Source{in.data, in.scale, in.undecidable}, state[a.out[ti].buffer]);
+    std::optional<Source> aux_src;
+    if (reads_aux(t.op)) {
+      const RefBuffer& aux = state[a.aux[ti]->buffer];
+      aux_src.emplace(Source{aux.data, aux.scale, aux.undecidable});
+    }
+    apply_task(t, a.in[ti], a.out[ti], Source{in.data, in.scale, in.undecidable}, state[a.out[ti].buffer], a.aux[ti],
+               aux_src ? &*aux_src : nullptr, writes_aux(t.op) ? &state[a.aux[ti]->buffer] : nullptr);
   }
   return state;
 }
@@ -187,6 +249,7 @@ bool per_task_checkable(const Graph& g, const Analysis& a) {
     const ResolvedView& in = a.in[i];
     const ResolvedView& out = a.out[i];
     if (in.buffer == out.buffer && in.offset < out.end() && out.offset < in.end()) return false;
+    if (writes_aux(g.tasks()[i].op)) return false; // a second output: check from the initial data
     for (const Dependency& d : a.deps[i])
       if (d.hazards & (kHazardWar | kHazardWaw)) return false;
   }
@@ -282,8 +345,10 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
     const std::vector<std::uint8_t> decided;
     parallel_for(a.order.size(), [&](std::size_t k) {
       const std::uint32_t ti = a.order[k];
+      std::optional<Source> aux_src;
+      if (reads_aux(g.tasks()[ti].op)) aux_src.emplace(Source{final[a.aux[ti]->buffer], exact, decided});
       apply_task(g.tasks()[ti], a.in[ti], a.out[ti], Source{final[a.in[ti].buffer], exact, decided},
-                 expect[a.out[ti].buffer]);
+                 expect[a.out[ti].buffer], a.aux[ti], aux_src ? &*aux_src : nullptr);
     });
   } else {
     expect = run_reference(g, a, initial);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/errors.hpp"
 #include "scheduler/errors.hpp"
 
 #include <cctype>
@@ -110,7 +111,7 @@ void add_bench(CLI::App& app, Commands& commands) {
       if (!args->svg.empty()) write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape"));
       return rows.empty() ? kExitRuntime : kExitOk;
 #else
-      throw RuntimeError("gridflow bench sync needs the GPU backend, and this build has none");
+      throw gridflow::RuntimeError("gridflow bench sync needs the GPU backend, and this build has none");
 #endif
     };
   });

@@ -6,6 +6,7 @@
 #include "runtime/gpu/kernel_table.hpp"
 #include "runtime/gpu_baselines.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "runtime/tiles.hpp"
 
 #include <fmt/format.h>
 
@@ -134,8 +135,9 @@ public:
   std::vector<double> time_launches(bool graph, int warmup, int repeat) {
     const void* task_entry = task_kernel_entry_for(shape_.threads_per_block);
     for (const program::TaskDesc& t : p_.tasks)
-      if (t.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) && t.num_tiles > shape_.grid_blocks)
-        throw RuntimeError("per-task launch baseline: a scan_all task has more tiles than can be co-resident");
+      if (program::waits_on_own_tiles(t.opcode) && t.num_tiles > shape_.grid_blocks)
+        throw RuntimeError("per-task launch baseline: a task whose tiles wait on each other (scan, scatter, select) has "
+                           "more tiles than can be co-resident");
     program::RunParams r;
     r.timeout_ns = 10'000'000'000ull;
     auto enqueue = [&](program::RunParams& params) {
@@ -154,9 +156,7 @@ public:
       // counters, scan look-back words) is then zeroed by a memset node first, only where a program has any.
       r.epoch = 1;
       bool cross_tile = false;
-      for (const program::TaskDesc& t : p_.tasks)
-        cross_tile = cross_tile || (t.num_tiles > 1 && (t.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all) ||
-                                                        t.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all)));
+      for (const program::TaskDesc& t : p_.tasks) cross_tile = cross_tile || program::has_cross_tile_state(t);
       cudaGraph_t g = nullptr;
       GRIDFLOW_CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
       if (cross_tile) GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, state_.bytes(), stream_.get()));

@@ -3,7 +3,7 @@
 // shared storage, builds the block object and calls interpret().
 #pragma once
 
-#include "runtime/gpu/ops.cuh"
+#include "runtime/gpu/tile.cuh"
 #include "runtime/interpreter.hpp"
 
 #include <cooperative_groups.h>

@@ -3,6 +3,7 @@
 // task's sync mode. Every function is called by all threads of the block and returns the same value in all.
 #pragma once
 
+#include "kernels/device/counting.cuh"
 #include "kernels/device/reduce.cuh"
 #include "kernels/device/scan.cuh"
 #include "kernels/device/softmax.cuh"
@@ -19,6 +20,7 @@ template <int THREADS> struct SharedStorage {
     kernels::ReduceStorage<THREADS> reduce;
     kernels::ScanStorage<THREADS> scan;
     kernels::SoftmaxStorage<THREADS> softmax;
+    kernels::CountingStorage counting;
   };
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
   std::uint32_t turn;
@@ -174,46 +176,6 @@ __device__ bool dispatch(const TileContext<THREADS>& c, Load load, Store store) 
   case program::Opcode::noop: return true;
   default: return false;
   }
-}
-
-// Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
-template <int THREADS>
-__device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
-                             std::uint32_t tile) {
-  const program::TileDesc t = v.tiles[tile];
-  const program::TaskDesc& task = v.tasks[t.task];
-  const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
-  const bool bad_scan_tile = task.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) &&
-                             task.tile_size != static_cast<long long>(THREADS) * scan_items(THREADS);
-  if ((needs_buffers && (task.in_buffer >= v.num_buffers || task.out_buffer >= v.num_buffers)) || bad_scan_tile) {
-    if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : 2);
-    return false;
-  }
-  if (threadIdx.x == 0) s.abort = 0;
-  __syncthreads();
-  const TileContext<THREADS> c{v, r, s, task, t.index,
-                               TileSite{program::detail::wait_site(v, r, blockIdx.x, tile), t.task, &s.abort}};
-  const bool poll = task.flags & program::kPollInputs;
-  const bool canonical = task.flags & program::kSentinelOutput;
-  bool known;
-  if (poll) known = canonical ? dispatch(c, PollLoad{&c.site}, CanonicalStore{})
-                              : dispatch(c, PollLoad{&c.site}, kernels::PlainStore{});
-  else known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
-                         : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
-  if (!known) {
-    if (threadIdx.x == 0) {
-      program::ErrorRecord e;
-      e.code = static_cast<std::uint32_t>(program::ErrorCode::bad_opcode);
-      e.block = blockIdx.x;
-      e.tile = tile;
-      e.task = t.task;
-      e.detail = task.opcode;
-      protocol::raise_error(reinterpret_cast<program::ControlBlock*>(v.state), e);
-    }
-    return false;
-  }
-  __syncthreads();
-  return s.abort == 0;
 }
 
 } // namespace gridflow::gpu

@@ -197,5 +197,79 @@ TEST(Analysis, OrderIsTopologicalByLevelThenDeclaration) {
   EXPECT_EQ(a.writers[1], 1u);
 }
 
+TEST(Analysis, CountingOpsValidateKeysBinsAndTheirThirdView) {
+  {
+    Graph g = base();
+    g.add_buffer("c", DType::i32, {4});
+    g.histogram("h", "x", "c");
+    expect_error(g, {"task 'h'", "in.buffer", "'x'", "histogram needs i32 keys"});
+  }
+  {
+    Graph g = base();
+    g.add_buffer("c", DType::i32, {5000});
+    g.histogram("h", "k", "c");
+    expect_error(g, {"task 'h'", "out", "5000 elements", "1 to 4096 bins"});
+  }
+  {
+    Graph g = base();
+    g.add_buffer("off", DType::i32, {2000});
+    g.add_buffer("p", DType::i32, {4});
+    g.scatter("route", "k", "off", "p");
+    expect_error(g, {"task 'route'", "offsets", "2000 elements", "1 to 1024 bins"});
+  }
+  {
+    Graph g = base();
+    g.add_buffer("off", DType::f32, {4});
+    g.add_buffer("p", DType::i32, {4});
+    g.scatter("route", "k", "off", "p");
+    expect_error(g, {"task 'route'", "offsets.buffer", "'off'", "must be i32"});
+  }
+  {
+    Graph g = base();
+    g.add_buffer("z", DType::f32, {4, 8});
+    g.add_buffer("n2", DType::i32, {2});
+    g.select("keep", "x", "z", "n2", CmpFn::gt, 0.0);
+    expect_error(g, {"task 'keep'", "count", "2 elements", "one count"});
+  }
+  {
+    Graph g = base();
+    g.add_buffer("z", DType::i32, {4});
+    g.select("keep", "k", "z", "idx", CmpFn::lt, 1.5);
+    expect_error(g, {"task 'keep'", "threshold", "1.5", "i32 threshold"});
+  }
+  {
+    Graph g = base();
+    g.select("keep", "x", "y", "nope", CmpFn::gt, 0.0);
+    expect_error(g, {"task 'keep'", "count.buffer", "'nope'"});
+  }
+  {
+    Graph g = base();
+    Task& t = g.softmax("sm", "x", "y");
+    t.aux = ViewSpec("s");
+    expect_error(g, {"task 'sm'", "aux", "'s'", "takes no third view"});
+  }
+}
+
+TEST(Analysis, CountingOpsOrderTheirThirdView) {
+  Graph g = base();
+  g.add_buffer("c", DType::i32, {4});
+  g.add_buffer("off", DType::i32, {4});
+  g.add_buffer("p", DType::i32, {4});
+  g.add_buffer("z", DType::f32, {4, 8});
+  g.add_buffer("n", DType::i32, {1});
+  g.histogram("h", "k", "c");
+  g.scan("sc", "c", "off", ScanFn::sum, true);
+  g.scatter("route", "k", "off", "p");   // reads off: RAW on sc
+  g.select("keep", "x", "z", "n", CmpFn::gt, 0.0);
+  g.reduce("use", "n", "idx", ReduceFn::sum); // reads keep's count: RAW on keep
+  const Analysis a = analyze(g);
+  ASSERT_EQ(a.deps[2].size(), 1u);
+  EXPECT_EQ(a.deps[2][0].producer, 1u);
+  EXPECT_EQ(a.deps[2][0].hazards, kHazardRaw);
+  ASSERT_EQ(a.deps[4].size(), 1u);
+  EXPECT_EQ(a.deps[4][0].producer, 3u);
+  EXPECT_EQ(a.writers[g.find_buffer("n") - g.buffers().data()], 1u);
+}
+
 } // namespace
 } // namespace gridflow

@@ -2,7 +2,9 @@
 // across modes and worker counts, the watchdog, corrupt programs.
 #include "runtime/cpu_executor.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/tiles.hpp"
 #include "scheduler/session.hpp"
+#include "tests/common/counting_graphs.hpp"
 #include "tests/common/run_checks.hpp"
 
 #include <gtest/gtest.h>
@@ -94,6 +96,45 @@ TEST(CpuExecutor, EveryOpEveryModeSmallTiles) {
   small.scan_items_per_thread = 1;
   for (std::int64_t n : {1, 31, 32, 33, 1023, 1025, 4099})
     run_everywhere(every_op_graph(n, 7, n % 100 + 1), 3, small);
+}
+
+// The counting ops at edge sizes: one tile, several (histogram rows folded by the last arriver, scatter rows of
+// earlier tiles, select look-back), zero elements; every mode and schedule bit-identical.
+TEST(CpuExecutor, CountingOpsEveryModeEdgeSizes) {
+  for (std::int64_t n : {0LL, 1LL, 33LL, 4097LL, 40000LL})
+    for (std::int32_t bins : {1, 7, 64}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << " bins " << bins);
+      const Graph g = testing::counting_graph(n, bins, 100 + static_cast<std::uint64_t>(n) + bins);
+      const std::vector<HostTensor> r = run_everywhere(g, 4);
+      // Routing invariants the references imply: the permutation's placed part is a stable grouping by key.
+      const auto& keys = r[0].i32();
+      const auto& counts = r[2].i32();
+      const auto& offsets = r[3].i32();
+      const auto& perm = r[4].i32();
+      std::int64_t in_range = 0;
+      for (std::int32_t b = 0; b < bins; ++b) in_range += counts[b];
+      for (std::int64_t j = 0; j < in_range; ++j) {
+        const std::int32_t i = perm[j];
+        ASSERT_GE(i, 0);
+        ASSERT_LT(i, n);
+        const std::int32_t k = keys[i];
+        EXPECT_GE(j, offsets[k]);
+        EXPECT_LT(j, offsets[k] + counts[k]);
+        if (j > offsets[k]) {
+          EXPECT_LT(perm[j - 1], i) << "stable order within a key";
+        }
+      }
+    }
+}
+
+TEST(CpuExecutor, CountingOpsTileCounts) {
+  // 40000 keys make 10 histogram / scatter tiles and 10 select tiles of 4096: the multi-tile protocol ran.
+  const Graph g = testing::counting_graph(40000, 64, 9);
+  Session s(g, cpu_options(SyncMode::flags));
+  for (const program::TaskDesc& t : s.program().tasks)
+    if (program::is_counting_op(t.opcode)) {
+      EXPECT_GT(t.num_tiles, 1u) << "opcode " << t.opcode;
+    }
 }
 
 TEST(CpuExecutor, LargeScanUsesThreeLookbackLevels) {

@@ -1,0 +1,58 @@
+// One tile of any op: descriptor checks, the tile context, then the op table with the task's access policies.
+#pragma once
+
+#include "runtime/gpu/counting_ops.cuh"
+#include "runtime/gpu/ops.cuh"
+
+namespace gridflow::gpu {
+
+// Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
+template <int THREADS>
+__device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
+                             std::uint32_t tile) {
+  const program::TileDesc t = v.tiles[tile];
+  const program::TaskDesc& task = v.tasks[t.task];
+  const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
+  const bool scan_tiled = task.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) ||
+                          task.opcode == static_cast<std::uint32_t>(program::Opcode::select);
+  const bool bad_scan_tile = scan_tiled && task.tile_size != static_cast<long long>(THREADS) * scan_items(THREADS);
+  const bool needs_aux = task.opcode == static_cast<std::uint32_t>(program::Opcode::scatter) ||
+                         task.opcode == static_cast<std::uint32_t>(program::Opcode::select);
+  const bool bad_bins = (task.opcode == static_cast<std::uint32_t>(program::Opcode::histogram) &&
+                         (task.param == 0 || task.param > kernels::kHistogramMaxBins)) ||
+                        (task.opcode == static_cast<std::uint32_t>(program::Opcode::scatter) &&
+                         (task.param == 0 || task.param > kernels::kScatterMaxBins));
+  if ((needs_buffers && (task.in_buffer >= v.num_buffers || task.out_buffer >= v.num_buffers)) || bad_scan_tile ||
+      (needs_aux && task.aux_buffer >= v.num_buffers) || bad_bins) {
+    if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : bad_bins ? 4 : 2);
+    return false;
+  }
+  if (threadIdx.x == 0) s.abort = 0;
+  __syncthreads();
+  const TileContext<THREADS> c{v, r, s, task, t.index,
+                               TileSite{program::detail::wait_site(v, r, blockIdx.x, tile), t.task, &s.abort}};
+  const bool poll = task.flags & program::kPollInputs;
+  const bool canonical = task.flags & program::kSentinelOutput;
+  bool known;
+  if (program::is_counting_op(task.opcode)) known = dispatch_counting(c);
+  else if (poll) known = canonical ? dispatch(c, PollLoad{&c.site}, CanonicalStore{})
+                              : dispatch(c, PollLoad{&c.site}, kernels::PlainStore{});
+  else known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
+                         : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
+  if (!known) {
+    if (threadIdx.x == 0) {
+      program::ErrorRecord e;
+      e.code = static_cast<std::uint32_t>(program::ErrorCode::bad_opcode);
+      e.block = blockIdx.x;
+      e.tile = tile;
+      e.task = t.task;
+      e.detail = task.opcode;
+      protocol::raise_error(reinterpret_cast<program::ControlBlock*>(v.state), e);
+    }
+    return false;
+  }
+  __syncthreads();
+  return s.abort == 0;
+}
+
+} // namespace gridflow::gpu
