@@ -105,6 +105,44 @@ int main(int argc, char** argv) {
     const Timed t = time_graph(g, 256, 2, reps, true);
     row("row reduce sum f32", shape, "gridflow 256x2/SM", t.ms, 4.0 * n + 4.0 * rows, cub_seg, t.check);
   }
+  // Stream compaction of 10^8 floats (about half kept) vs cub::DeviceSelect::If; bytes: read n, write the kept.
+  {
+    const long long m = args.quick ? 10'000'000LL : 100'000'000LL;
+    const float threshold = 0.0f;
+    float* in = device_uniform(m, 5);
+    float* out = device_floats(m);
+    long long kept = 0;
+    const double cub_ms = stat_of(time_cub_select_gt(in, out, m, threshold, 3, reps, &kept)).median;
+    free_device(in);
+    free_device(out);
+    const double bytes = 4.0 * m + 4.0 * static_cast<double>(kept);
+    const std::string shape = fmt::format("{}", m);
+    row("select x > 0 f32", shape, "cub::DeviceSelect::If", cub_ms, bytes, 0, "");
+    Graph g("select");
+    g.add_buffer("x", DType::f32, {m}, InitUniform{-1, 1, 5});
+    g.add_buffer("y", DType::f32, {m});
+    g.add_buffer("n", DType::i32, {1});
+    g.select("compact", "x", "y", "n", CmpFn::gt, threshold);
+    const Timed t = time_graph(g, 256, 2, reps, true);
+    row("select x > 0 f32", shape, "gridflow 256x2/SM", t.ms, bytes, cub_ms, t.check);
+  }
+  // Histogram of 2^28 keys into 64 bins (MoE routing counts) vs cub::DeviceHistogram::HistogramEven.
+  {
+    const int bins = 64;
+    int* keys = device_keys(n, bins, 6);
+    int* counts = nullptr;
+    counts = reinterpret_cast<int*>(device_floats(bins));
+    const double cub_ms = stat_of(time_cub_histogram(keys, counts, n, bins, 3, reps)).median;
+    free_device(keys);
+    free_device(counts);
+    row("histogram 64 bins i32", vec, "cub::DeviceHistogram", cub_ms, 4.0 * n, 0, "");
+    Graph g("histogram");
+    g.add_buffer("k", DType::i32, {n}, InitUniform{0, bins - 1, 6});
+    g.add_buffer("c", DType::i32, {bins});
+    g.histogram("count", "k", "c");
+    const Timed t = time_graph(g, 256, 2, reps, true);
+    row("histogram 64 bins i32", vec, "gridflow 256x2/SM", t.ms, 4.0 * n, cub_ms, t.check);
+  }
   // Softmax rows (no CUB equivalent: torch in bench/torch_baselines.py).
   for (long long cols : {1024LL, 4096LL, 32768LL}) {
     const long long rows = n / cols;

@@ -18,7 +18,7 @@ namespace gridflow {
 
 struct TilePolicy {
   std::int64_t reduce_min_tile = 4096;      // elements
-  std::int64_t row_tile_elements = 16384;   // target elements per row-op tile
+  std::int64_t row_tile_elements = 65536;   // target elements per row-op tile (fewer tiles: less claim/signal)
   std::uint32_t waves = 4;                  // tiles per block a large task aims for
   std::uint32_t scan_items_per_thread = 16; // scan_all tile = threads_per_block * this (GPU register tile)
   std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all tiles

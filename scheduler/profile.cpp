@@ -1,6 +1,7 @@
 #include "scheduler/profile.hpp"
 
 #include "runtime/gpu_baselines.hpp"
+#include "scheduler/buffer_data.hpp"
 
 #include <fmt/format.h>
 
@@ -61,6 +62,15 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
         result.entries.push_back(std::move(cuda_graph));
       }
     }
+  if (o.base.backend == Backend::gpu) {
+    const std::vector<HostTensor> initial = initial_data(graph, o.base.base_dir);
+    for (const ExternalBaseline& x : o.external) {
+      ProfileEntry e;
+      e.executor = x.name;
+      set_times(e, x.time(initial, o.warmup, o.repeat));
+      result.entries.push_back(std::move(e));
+    }
+  }
   return result;
 }
 

@@ -8,16 +8,25 @@
 #include "scheduler/report.hpp"
 #include "scheduler/session.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace gridflow {
+
+// A library equivalent of the whole graph (CUB, say) timed on the graph's initial data: returns the milliseconds
+// of each timed repetition after `warmup` untimed ones.
+struct ExternalBaseline {
+  std::string name;
+  std::function<std::vector<double>(const std::vector<HostTensor>& initial, int warmup, int repeat)> time;
+};
 
 struct ProfileOptions {
   SessionOptions base; // backend, threads, tiles ... (mode and schedule are varied)
   int warmup = 3;
   int repeat = 10;
   bool baselines = true; // GPU only: one launch per task on a stream, and a CUDA Graph of those launches
+  std::vector<ExternalBaseline> external; // GPU only: timed after the gridflow configurations
 };
 
 struct ProfiledTrace {

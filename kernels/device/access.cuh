@@ -30,9 +30,10 @@ template <> struct Vec4<std::int32_t> {
 
 // Calls f(i, x[i]) for every i in [0, n) that this thread owns, in a fixed order: the elements before x's first
 // 16-byte boundary (block-strided), then groups of four consecutive elements (thread t takes groups t, t +
-// THREADS, ...), then the tail. With a vectorizable Load each group is one 16-byte load, four in flight; otherwise
-// the same elements are loaded one by one in the same order. Ownership and order depend only on (x's alignment,
-// n, THREADS), never on the Load policy, so a polled run (sentinel mode) folds bit-identically to a plain one.
+// THREADS, ...), then the tail. With a vectorizable Load each group is one 16-byte load, eight in flight (the
+// megakernel runs 8-16 warps per SM, so each thread must keep many bytes in flight); otherwise the same elements
+// are loaded one by one in the same order. Ownership and order depend only on (x's alignment, n, THREADS), never
+// on the Load policy, so a polled run (sentinel mode) folds bit-identically to a plain one.
 template <int THREADS, class T, class Load, class F>
 __device__ __forceinline__ void for_each_owned(const T* x, long long n, Load load, F&& f) {
   static_assert(sizeof(T) == 4, "4-byte elements");
@@ -53,16 +54,19 @@ __device__ __forceinline__ void for_each_owned(const T* x, long long n, Load loa
   };
   long long g = tid;
   if constexpr (Load::kVectorizable) {
-    // Four independent 16-byte loads in flight before the first use.
+    // kInFlight independent 16-byte loads issued before the first use, consumed in ownership order.
+    constexpr int kInFlight = 8;
     using V = typename Vec4<T>::type;
     const V* v = reinterpret_cast<const V*>(x + head);
-    for (; g + 3LL * THREADS < groups; g += 4LL * THREADS) {
-      const V a = v[g], b = v[g + THREADS], c = v[g + 2LL * THREADS], d = v[g + 3LL * THREADS];
-      const long long base = head + 4 * g, step = 4LL * THREADS;
-      f(base, a.x), f(base + 1, a.y), f(base + 2, a.z), f(base + 3, a.w);
-      f(base + step, b.x), f(base + step + 1, b.y), f(base + step + 2, b.z), f(base + step + 3, b.w);
-      f(base + 2 * step, c.x), f(base + 2 * step + 1, c.y), f(base + 2 * step + 2, c.z), f(base + 2 * step + 3, c.w);
-      f(base + 3 * step, d.x), f(base + 3 * step + 1, d.y), f(base + 3 * step + 2, d.z), f(base + 3 * step + 3, d.w);
+    for (; g + (kInFlight - 1LL) * THREADS < groups; g += kInFlight * static_cast<long long>(THREADS)) {
+      V r[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) r[u] = v[g + static_cast<long long>(u) * THREADS];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const long long base = head + 4 * (g + static_cast<long long>(u) * THREADS);
+        f(base, r[u].x), f(base + 1, r[u].y), f(base + 2, r[u].z), f(base + 3, r[u].w);
+      }
     }
   }
   for (; g < groups; g += THREADS) group(g);

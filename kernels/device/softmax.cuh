@@ -88,7 +88,8 @@ __device__ void block_softmax_row(const float* x, float* y, long long n, bool lo
   if (threadIdx.x == 0) s.row = r;
   __syncthreads();
   const RowNorm row = RowNorm::of(s.row);
-  for (long long i = threadIdx.x; i < n; i += THREADS) store_softmax(store, y + i, load(x + i), row, log);
+  // The write pass re-reads the row with the same vector loads (several in flight) as the first pass.
+  for_each_owned<THREADS>(x, n, load, [&](long long i, float v) { store_softmax(store, y + i, v, row, log); });
   __syncthreads(); // s.row and the reduce storage are reused by the next row
 }
 

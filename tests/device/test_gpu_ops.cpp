@@ -1,5 +1,6 @@
 // Every op on the GPU against the float64 references, at the edge sizes, in every sync mode; outputs poisoned
 // before each run; results bit-identical across modes and across repeated runs.
+#include "tests/common/counting_graphs.hpp"
 #include "tests/device/gpu_fixture.hpp"
 
 namespace gridflow {
@@ -169,6 +170,48 @@ TEST_F(GpuOps, SentinelKernelFillMatchesSubmitFill) {
     EXPECT_TRUE(sb.check().passed);
     EXPECT_TRUE(same_bits(sa.results(), sb.results()));
   }
+}
+
+// The counting ops (histogram, scatter, select): exact, so every mode, every block size and the CPU backend
+// agree bit for bit; sizes cover one tile, many tiles, zero elements; bins up to each op's limit.
+TEST_F(GpuOps, CountingOpsEdgeSizesEveryMode) {
+  for (std::int64_t n : {0LL, 1LL, 31LL, 33LL, 1023LL, 4097LL, 65539LL, 1000003LL})
+    for (std::int32_t bins : {1, 64, 1024}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << " bins " << bins);
+      every_mode(testing::counting_graph(n, bins, 300 + static_cast<std::uint64_t>(n) + bins));
+    }
+}
+
+TEST_F(GpuOps, CountingOpsEveryBlockSizeMatchesTheCpu) {
+  const Graph g = testing::counting_graph(200003, 256, 17);
+  SessionOptions cpu;
+  cpu.backend = Backend::cpu;
+  Session ref(g, cpu);
+  ref.run();
+  ASSERT_TRUE(ref.check().passed) << ref.check().summary();
+  for (std::uint32_t threads : {128u, 256u, 512u, 1024u}) {
+    every_mode(g, threads);
+    Session s(g, gpu_options(SyncMode::flags, threads));
+    s.run();
+    std::string which;
+    EXPECT_TRUE(same_bits(ref.results(), s.results(), &which)) << "threads " << threads << " buffer " << which;
+  }
+}
+
+// Small enough for the sanitizers (scripts/gpu-check.sh runs it under memcheck, racecheck and synccheck).
+TEST_F(GpuOps, CountingOpsSmall) { every_mode(testing::counting_graph(20000, 64, 23)); }
+
+TEST_F(GpuOps, HistogramOfSkewedKeysAndMaxBins) {
+  // All keys equal (one warp-aggregated add per chunk), then 4096 bins over 2^22 keys.
+  Graph g("skewed");
+  const std::int64_t n = 1 << 22;
+  g.add_buffer("same", DType::i32, {n}, InitConstant{5});
+  g.add_buffer("c8", DType::i32, {8});
+  g.histogram("same_keys", "same", "c8");
+  g.add_buffer("wide", DType::i32, {n}, InitUniform{-3, 4100, 5});
+  g.add_buffer("c4096", DType::i32, {4096});
+  g.histogram("wide_keys", "wide", "c4096");
+  every_mode(g);
 }
 
 } // namespace
