@@ -1,5 +1,6 @@
 #include "scheduler/profile.hpp"
 
+#include "runtime/errors.hpp"
 #include "runtime/gpu_baselines.hpp"
 #include "scheduler/buffer_data.hpp"
 
@@ -51,7 +52,13 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
       result.traces.push_back({e.executor, s.program(), std::move(traced)});
       result.entries.push_back(std::move(e));
       if (o.baselines && o.base.backend == Backend::gpu && mode == SyncMode::flags && schedule == Schedule::dynamic) {
-        const BaselineTimes b = time_per_task_launches(s.executor(), o.warmup, o.repeat);
+        BaselineTimes b;
+        try {
+          b = time_per_task_launches(s.executor(), o.warmup, o.repeat);
+        } catch (const RuntimeError& err) {
+          result.baselines_skipped = err.what(); // a program the baseline cannot launch: report it, go on
+          continue;
+        }
         ProfileEntry stream, cuda_graph;
         stream.executor = "stream: one launch per task";
         cuda_graph.executor = "CUDA graph of those launches";
@@ -94,6 +101,7 @@ std::string profile_table(const ProfileResult& r) {
                      graph > 0 ? fmt::format("{:.2f}x", graph / e.median_ms) : "-", sync, crit,
                      e.analysis ? (e.matches_first ? "same" : "DIFFER") : "");
   }
+  if (!r.baselines_skipped.empty()) s += "per-task launch baselines not run: " + r.baselines_skipped + "\n";
   return s;
 }
 
