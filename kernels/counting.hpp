@@ -4,7 +4,9 @@
 //            counted. Every bin is written (0 for an empty one).
 // scatter:   a stable counting-sort placement: for each i32 key k = keys[i] in [0, bins), in index order,
 //            out[offsets[k] + (number of earlier i with keys[i] == k)] = i. Keys outside [0, bins) and positions
-//            outside the output view are skipped. Elements of `out` no key lands on keep their contents.
+//            outside the output view are skipped. Elements of `out` no key lands on keep their contents. Offsets
+//            from an exclusive scan of the same keys' histogram make placements distinct; where other offsets make
+//            two placements collide, which index the slot ends up holding is unspecified.
 // select:    stream compaction: the elements x with `x CMP threshold`, in order, go to out[0, count); `count`
 //            (one i32) is written; out[count, n) keeps its contents.
 #pragma once

@@ -1,5 +1,6 @@
 #include "scheduler/reference_check.hpp"
 
+#include "kernels/counting.hpp"
 #include "kernels/reference.hpp"
 
 #include <fmt/format.h>
@@ -184,7 +185,13 @@ void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& a
       undecidable = in.s[i] > 0.0 && std::fabs(static_cast<double>(in.x[i]) - t.threshold) <= kCheckTolerance * in.s[i];
     std::vector<T> kept(in.x.size());
     const std::int64_t n = ref::select(t.cmp, std::span<const T>(in.x), threshold, std::span<T>(kept));
-    for (std::int64_t j = 0; j < n; ++j) out.set(ov.offset + j, static_cast<double>(kept[static_cast<std::size_t>(j)]), 0.0);
+    // Kept values are copies: each carries the error scale of the input element it copies.
+    std::int64_t slot = 0;
+    for (std::size_t i = 0; i < in.x.size() && slot < n; ++i)
+      if (kernels::select_keep(t.cmp, in.x[i], threshold)) {
+        out.set(ov.offset + slot, static_cast<double>(kept[static_cast<std::size_t>(slot)]), in.s[i]);
+        ++slot;
+      }
     count->set(av.offset, static_cast<double>(n), 0.0);
     if (undecidable) {
       for (std::int64_t j = 0; j < n; ++j) out.mark_undecidable(ov.offset + j);

@@ -64,6 +64,28 @@ Graph random_graph(const RandomGraphOptions& o) {
     }
     const bool matrix_view = src.matrix && rows > 0 && (in.rows.has_value() || !in.length.has_value());
     const std::int64_t n = rows * cols;
+    if (o.counting && src.dtype == DType::i32 && chance(0.12)) {
+      // The routing chain over these keys: histogram -> exclusive scan -> scatter (placements never collide).
+      const std::int64_t bins = pick(1, 64);
+      const Candidate counts = new_buffer(DType::i32, 1, bins, false, false);
+      const Candidate offsets = new_buffer(DType::i32, 1, bins, false, false);
+      const Candidate perm = new_buffer(DType::i32, 1, n, false, false);
+      g.histogram(fmt::format("t{}_count", t), in, counts.name);
+      g.scan(fmt::format("t{}_offsets", t), counts.name, offsets.name, ScanFn::sum, true);
+      g.scatter(fmt::format("t{}", t), in, offsets.name, perm.name);
+      readable.push_back(counts); // fully written; perm keeps unplaced slots' contents, so nobody reads it
+      continue;
+    }
+    if (o.counting && chance(0.06)) {
+      // Compaction; its output is partly untouched, so later tasks read only the count.
+      const Candidate kept = new_buffer(src.dtype, 1, n, false, false);
+      const Candidate count = new_buffer(DType::i32, 1, 1, false, false);
+      const double threshold = src.dtype == DType::f32 ? static_cast<double>(pick(-100, 100)) / 100.0
+                                                       : static_cast<double>(pick(-20, 20));
+      g.select(fmt::format("t{}", t), in, kept.name, count.name, static_cast<CmpFn>(pick(0, 5)), threshold);
+      readable.push_back(count);
+      continue;
+    }
     int op = static_cast<int>(pick(0, 2));
     if (src.dtype == DType::i32 && op == 2) op = static_cast<int>(pick(0, 1)); // softmax needs f32
     task.op = static_cast<OpKind>(op);

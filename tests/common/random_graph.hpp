@@ -16,6 +16,7 @@ struct RandomGraphOptions {
   std::int64_t max_vector = 5000; // 1-D buffers: up to this many elements
   bool hazards = true;            // also overwrite earlier buffers and run in place (WAR / WAW / in-place)
   bool explicit_after = true;     // add some explicit `after` edges
+  bool counting = true;           // also the counting ops: histogram -> scan -> scatter chains, selects
 };
 
 // A valid graph of `tasks` tasks mixing every op, dtype and view kind, with fresh random inputs.
