@@ -123,6 +123,43 @@ TEST(Json, InitTakesExactlyOneKind) {
   EXPECT_NE(msg.find("exactly one of"), std::string::npos) << msg;
 }
 
+TEST(Json, CountingOpsParseRoundTripAndStayStrict) {
+  const std::string text = R"({"gridflow": 1, "name": "route", "buffers": [
+    {"name": "k", "dtype": "i32", "shape": [100], "init": {"uniform": {"low": 0, "high": 7, "seed": 1}}},
+    {"name": "x", "dtype": "f32", "shape": [100], "init": {"uniform": {"low": -1, "high": 1, "seed": 2}}},
+    {"name": "c", "dtype": "i32", "shape": [8]}, {"name": "o", "dtype": "i32", "shape": [8]},
+    {"name": "p", "dtype": "i32", "shape": [100]}, {"name": "y", "dtype": "f32", "shape": [100]},
+    {"name": "n", "dtype": "i32", "shape": [1]}],
+   "tasks": [
+    {"name": "count", "op": "histogram", "in": "k", "out": "c"},
+    {"name": "offsets", "op": "scan", "fn": "sum", "exclusive": true, "in": "c", "out": "o"},
+    {"name": "group", "op": "scatter", "in": "k", "offsets": "o", "out": "p"},
+    {"name": "keep", "op": "select", "in": "x", "out": "y", "count": "n", "cmp": "le", "threshold": -0.25}]})";
+  const Graph g = graph_from_json(text, "g.json");
+  ASSERT_EQ(g.tasks().size(), 4u);
+  EXPECT_EQ(g.tasks()[0].op, OpKind::histogram);
+  EXPECT_EQ(g.tasks()[2].aux.buffer, "o");
+  EXPECT_EQ(g.tasks()[3].aux.buffer, "n");
+  EXPECT_EQ(g.tasks()[3].cmp, CmpFn::le);
+  EXPECT_EQ(g.tasks()[3].threshold, -0.25);
+  EXPECT_NO_THROW(analyze(g));
+  const std::string once = graph_to_json(g);
+  EXPECT_EQ(graph_to_json(graph_from_json(once, "again")), once);
+
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return error_of(t);
+  };
+  EXPECT_NE(with("\"offsets\": \"o\", ", "").find("a scatter task needs the key 'offsets'"), std::string::npos)
+      << with("\"offsets\": \"o\", ", "");
+  EXPECT_NE(with("\"cmp\": \"le\"", "\"cmp\": \"lte\"").find("\"lte\" is not one of"), std::string::npos);
+  EXPECT_NE(with("\"count\": \"n\", ", "").find("a select task needs the key 'count'"), std::string::npos);
+  EXPECT_NE(with("\"in\": \"k\", \"out\": \"c\"", "\"in\": \"k\", \"out\": \"c\", \"axis\": \"row\"")
+                .find("unknown key for a histogram task"),
+            std::string::npos);
+}
+
 TEST(Json, HostDataCannotBeWritten) {
   Graph g("h");
   g.add_buffer("a", {2}, std::vector<float>{1.f, 2.f});

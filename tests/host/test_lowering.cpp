@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <set>
+#include <stdexcept>
 
 namespace gridflow {
 namespace {
@@ -185,6 +187,75 @@ TEST(Lowering, ScratchRegionsAreDisjointAndInsideTheArena) {
   EXPECT_GE(regions.front().first, p.layout.scratch);
   for (std::size_t i = 1; i < regions.size(); ++i) EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
   EXPECT_LE(regions.back().second, p.layout.total);
+}
+
+// The counting ops: descriptors carry bins / cmp / threshold / aux; their scratch is disjoint and inside the
+// arena; consumers of their outputs wait for whole tasks; they never poll and never get sentinel outputs.
+TEST(Lowering, CountingOpsDescriptorsScratchAndDependencies) {
+  Graph g("counting");
+  const std::int64_t n = 300000;
+  g.add_buffer("x", DType::f32, {n}, InitUniform{});
+  g.add_buffer("k", DType::i32, {n}, InitUniform{0, 9, 4});
+  g.add_buffer("y", DType::f32, {n});
+  g.add_buffer("c", DType::i32, {10});
+  g.add_buffer("o", DType::i32, {10});
+  g.add_buffer("p", DType::i32, {n});
+  g.add_buffer("kept", DType::f32, {n});
+  g.add_buffer("cnt", DType::i32, {1});
+  g.add_buffer("z", DType::f32, {n});
+  g.softmax("sm", ViewSpec::block("x", 0, 1000, 300), ViewSpec::block("y", 0, 1000, 300)); // f32 producer
+  g.histogram("h", "k", "c");
+  g.scan("sc", "c", "o", ScanFn::sum, true);
+  g.scatter("sp", "k", "o", "p");
+  g.select("sel", "y", "kept", "cnt", CmpFn::ge, 0.001);
+  g.scan("after_sel", "kept", "z", ScanFn::sum);
+  for (SyncMode mode : {SyncMode::flags, SyncMode::sentinel}) {
+    const LoweredProgram p = lower_graph(g, mode);
+    auto task = [&](const char* name) -> const program::TaskDesc& {
+      for (std::size_t i = 0; i < p.tasks.size(); ++i)
+        if (p.task_names[i] == name) return p.tasks[i];
+      throw std::runtime_error(name);
+    };
+    const auto& h = task("h");
+    const auto& sp = task("sp");
+    const auto& sel = task("sel");
+    EXPECT_EQ(h.opcode, static_cast<std::uint32_t>(Opcode::histogram));
+    EXPECT_EQ(h.param, 10u);
+    EXPECT_GT(h.num_tiles, 1u);
+    EXPECT_EQ(sp.param, 10u);
+    EXPECT_EQ(sp.aux_buffer, 4u); // "o"
+    EXPECT_EQ(sp.out_size, static_cast<std::uint64_t>(n));
+    EXPECT_EQ(sel.param, static_cast<std::uint32_t>(CmpFn::ge));
+    EXPECT_EQ(sel.param2, std::bit_cast<std::uint32_t>(0.001f));
+    EXPECT_EQ(sel.aux_buffer, 7u); // "cnt"
+    EXPECT_EQ(sel.tile_size, 256 * 16);
+    for (const auto* t : {&h, &sp, &sel}) {
+      EXPECT_FALSE(t->flags & program::kPollInputs) << to_string(mode);
+      EXPECT_FALSE(t->flags & program::kSentinelOutput);
+    }
+    // Scratch: histogram counter + rows, scatter rows + ready words, select look-back words: disjoint, in the arena.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> regions{
+        {h.counter, h.counter + program::kLine},
+        {h.scratch, h.scratch + 4ull * h.param * h.num_tiles},
+        {sp.scratch, sp.scratch + program::scatter_ready_words_offset(sp) + 8ull * sp.num_tiles},
+        {sel.scratch, sel.scratch + 8 * protocol::lookback_words(sel.num_tiles)}};
+    std::sort(regions.begin(), regions.end());
+    for (std::size_t i = 1; i < regions.size(); ++i) EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
+    EXPECT_LE(regions.back().second, p.layout.total);
+    // Every tile of the scan after the select waits for the whole select task (its output is not tile-local).
+    const auto& after = task("after_sel");
+    const std::uint32_t sel_index = static_cast<std::uint32_t>(&sel - p.tasks.data());
+    for (std::uint32_t k = 0; k < after.num_tiles; ++k) {
+      const program::TileDesc& tile = p.tiles[after.first_tile + k];
+      bool waits = false;
+      for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d)
+        if (p.deps[d].task == sel_index) {
+          EXPECT_EQ(p.deps[d].kind, static_cast<std::uint32_t>(DepKind::task));
+          waits = true;
+        }
+      EXPECT_TRUE(waits) << k;
+    }
+  }
 }
 
 TEST(Lowering, SentinelPrefillCoversExactlyTheWritersOutput) {
