@@ -107,17 +107,35 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
   a.barrier_wait = event_stats(std::move(barrier_waits));
   a.dispatch = event_stats(std::move(dispatches));
 
-  // Critical path over the graph's edges (device order is topological), each task weighted by its longest tile:
-  // the makespan with unlimited blocks and free synchronization. (In sentinel mode consumers poll inside their
-  // bodies, so their waits count as work and inflate this figure.)
-  std::vector<double> finish(p.tasks.size(), 0.0);
+  // Critical path: tile by tile in global (topological) order, each tile starting when the tiles it waited for
+  // finished (its dependency entries; in level modes, and for sentinel-polled inputs, which have none, every tile of
+  // the producer tasks) and lasting its work: the makespan with unlimited blocks and free synchronization. A
+  // sentinel consumer polls inside its body, so its work counts only from when its producer tasks had executed.
+  // Every term is bounded by the recorded times, so the path never exceeds the makespan.
   const bool edges = p.pred_begin.size() == p.tasks.size() + 1;
-  for (std::size_t t = 0; t < p.tasks.size(); ++t) {
+  std::vector<double> tile_finish(r.tiles.size(), 0.0), task_finish(p.tasks.size(), 0.0);
+  for (std::size_t g = 0; g < r.tiles.size(); ++g) {
+    const program::TileDesc& tile = p.tiles[g];
+    const bool polled = p.tasks[tile.task].flags & program::kPollInputs;
     double start = 0.0;
-    if (edges)
-      for (std::uint32_t e = p.pred_begin[t]; e < p.pred_begin[t + 1]; ++e) start = std::max(start, finish[p.pred_tasks[e]]);
-    finish[t] = start + a.tasks[t].longest_tile_ns;
-    a.critical_path_ns = std::max(a.critical_path_ns, finish[t]);
+    for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
+      const program::DepDesc& dep = p.deps[d];
+      if (dep.kind == static_cast<std::uint32_t>(program::DepKind::task)) {
+        start = std::max(start, task_finish[dep.task]);
+      } else {
+        for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k)
+          start = std::max(start, tile_finish[p.tasks[dep.task].first_tile + k]);
+      }
+    }
+    std::uint64_t inputs_done = r.tiles[g].ready;
+    if (edges && (polled || is_level_mode(p.mode)))
+      for (std::uint32_t e = p.pred_begin[tile.task]; e < p.pred_begin[tile.task + 1]; ++e) {
+        start = std::max(start, task_finish[p.pred_tasks[e]]);
+        if (polled) inputs_done = std::max(inputs_done, last_exec[p.pred_tasks[e]]);
+      }
+    tile_finish[g] = start + span(inputs_done, r.tiles[g].executed);
+    task_finish[tile.task] = std::max(task_finish[tile.task], tile_finish[g]);
+    a.critical_path_ns = std::max(a.critical_path_ns, tile_finish[g]);
   }
   return a;
 }

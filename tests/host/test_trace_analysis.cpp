@@ -40,6 +40,43 @@ std::pair<LoweredProgram, RunResult> synthetic() {
   return {p, r};
 }
 
+// Per-tile dependencies: two row tiles per task, b's tile k waits only for a's tile k. a's long tile (row 0) and b's
+// long tile (row 1) overlap in time, so the longest-tile-per-task sum (100 + 100) would exceed the makespan; the
+// tile-level path is a1 (10) -> b1 (100) = 110, against a makespan of 110.
+//   block 0: a0 ready 0 executed 100; b0 ready 100 executed 110
+//   block 1: a1 ready 0 executed 10;  b1 ready 10 executed 110
+TEST(TraceAnalysis, CriticalPathFollowsTileDependencies) {
+  LoweredProgram p;
+  p.mode = SyncMode::flags;
+  p.grid_blocks = 2;
+  program::TaskDesc a, b;
+  a.num_tiles = b.num_tiles = 2;
+  a.first_tile = 0;
+  b.first_tile = 2;
+  b.level = 1;
+  p.tasks = {a, b};
+  p.task_names = {"a", "b"};
+  const auto tiles = static_cast<std::uint32_t>(program::DepKind::tiles);
+  p.deps = {{0, 0, 1, tiles}, {0, 1, 2, tiles}};
+  p.pred_begin = {0, 0, 1};
+  p.pred_tasks = {0};
+  p.tiles = {{0, 0, 0, 0}, {0, 1, 0, 0}, {1, 0, 0, 1}, {1, 1, 1, 1}};
+  p.level_begin = {0, 2, 4};
+  RunResult r;
+  r.blocks = 2;
+  r.barriers_per_block = 0;
+  r.tiles.resize(4);
+  r.tiles[0] = {0, 0, 0, 0, 1000, 1000, 1000, 1100, 1100, 1};
+  r.tiles[1] = {1, 1, 0, 1, 1000, 1000, 1000, 1010, 1010, 1};
+  r.tiles[2] = {0, 0, 1, 2, 1100, 1100, 1100, 1110, 1110, 1};
+  r.tiles[3] = {1, 1, 1, 3, 1010, 1010, 1010, 1110, 1110, 1};
+  const TraceAnalysis an = analyze_trace(p, r);
+  EXPECT_DOUBLE_EQ(an.makespan_ns, 110);
+  EXPECT_DOUBLE_EQ(an.critical_path_ns, 110);
+  EXPECT_DOUBLE_EQ(an.tasks[0].longest_tile_ns, 100);
+  EXPECT_DOUBLE_EQ(an.tasks[1].longest_tile_ns, 100);
+}
+
 TEST(TraceAnalysis, BreakdownOfAKnownTrace) {
   const auto [p, r] = synthetic();
   const TraceAnalysis a = analyze_trace(p, r);
