@@ -56,7 +56,8 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
         try {
           b = time_per_task_launches(s.executor(), o.warmup, o.repeat);
         } catch (const RuntimeError& err) {
-          result.baselines_skipped = err.what(); // a program the baseline cannot launch: report it, go on
+          // A program the baseline cannot launch: report it, go on.
+          result.not_run.push_back(std::string("per-task launch baselines: ") + err.what());
           continue;
         }
         ProfileEntry stream, cuda_graph;
@@ -74,7 +75,12 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
     for (const ExternalBaseline& x : o.external) {
       ProfileEntry e;
       e.executor = x.name;
-      set_times(e, x.time(initial, o.warmup, o.repeat));
+      try {
+        set_times(e, x.time(initial, o.warmup, o.repeat));
+      } catch (const RuntimeError& err) {
+        result.not_run.push_back(x.name + ": " + err.what());
+        continue;
+      }
       result.entries.push_back(std::move(e));
     }
   }
@@ -101,7 +107,7 @@ std::string profile_table(const ProfileResult& r) {
                      graph > 0 ? fmt::format("{:.2f}x", graph / e.median_ms) : "-", sync, crit,
                      e.analysis ? (e.matches_first ? "same" : "DIFFER") : "");
   }
-  if (!r.baselines_skipped.empty()) s += "per-task launch baselines not run: " + r.baselines_skipped + "\n";
+  for (const std::string& n : r.not_run) s += "not run: " + n + "\n";
   return s;
 }
 

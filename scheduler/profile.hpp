@@ -41,7 +41,7 @@ struct ProfileResult {
   std::vector<ProfiledTrace> traces; // one per gridflow entry
   bool all_match = true;             // every gridflow configuration matched the first bit for bit
   bool all_checked = true;           // every gridflow configuration passed the reference check
-  std::string baselines_skipped;     // why the per-task launch baselines could not run (empty: they ran or were off)
+  std::vector<std::string> not_run;  // baselines that could not run here, each "what: why"
 };
 
 ProfileResult profile(const Graph& graph, const ProfileOptions& options);

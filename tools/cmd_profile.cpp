@@ -6,6 +6,7 @@
 #include "scheduler/report.hpp"
 
 #if defined(GRIDFLOW_HAS_CUDA)
+#include "bench/cub_pipeline.hpp"
 #include "bench/sync_bench.hpp"
 #endif
 
@@ -40,13 +41,14 @@ void add_profile(CLI::App& app, Commands& commands) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "profile", "Run a graph in every sync mode and schedule (and, on the GPU, one launch per task on a stream and "
-                 "as a CUDA Graph) on identical data; check, compare, time, trace; write report, traces and plots");
+      "profile", "Run a graph in every sync mode and schedule (and, on the GPU, one launch per task on a stream, "
+                 "as a CUDA Graph, and as one CUB call per task where CUB has every op) on identical data; check, "
+                 "compare, time, trace; write report, traces and plots");
   cmd->add_option("GRAPH", args->graph, "graph JSON file")->required();
   cmd->add_option("--out", args->out, "folder for report.json, report.csv, trace-*.json, *.svg");
   cmd->add_option("--repeat", args->repeat, "timed runs per configuration")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--no-baselines", args->no_baselines, "skip the per-task launch baselines");
+  cmd->add_flag("--no-baselines", args->no_baselines, "skip the per-task launch and CUB baselines");
   add_session_flags(cmd, args->flags);
   cmd->callback([&commands, args] {
     commands.selected = [args] {
@@ -56,6 +58,13 @@ void add_profile(CLI::App& app, Commands& commands) {
       po.repeat = args->repeat;
       po.warmup = args->warmup;
       po.baselines = !args->no_baselines;
+#if defined(GRIDFLOW_HAS_CUDA)
+      if (po.baselines && po.base.backend == Backend::gpu) {
+        std::string why;
+        if (auto cub = bench::cub_pipeline_baseline(g, &why)) po.external.push_back(std::move(*cub));
+        else fmt::print("no CUB baseline: {}\n", why);
+      }
+#endif
       const ProfileResult r = profile(g, po);
       fmt::print("graph '{}' on {}\n{}", g.name(), r.device, profile_table(r));
       const std::string dir = args->out + "/";
