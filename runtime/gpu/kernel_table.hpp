@@ -5,8 +5,8 @@
 
 namespace gridflow::gpu {
 
-// Entry points for a block size (both defined in megakernel_t<THREADS>.cu, one file per size so they compile in
-// parallel).
+// Entry points for a block size (defined in megakernel_t<THREADS>.cu and task_kernel_t<THREADS>.cu, one file per
+// kernel and size so they compile in parallel).
 template <int THREADS> const void* megakernel_entry();
 template <int THREADS> const void* task_kernel_entry();
 

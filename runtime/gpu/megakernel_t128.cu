@@ -1,10 +1,9 @@
-// The megakernel and the per-task baseline kernel compiled for 128 threads per block (one file per block size, so they build in parallel).
+// The megakernel compiled for 128 threads per block (one file per kernel and block size, so they build in parallel).
 #include "runtime/gpu/kernel_table.hpp"
 #include "runtime/gpu/megakernel.cuh"
 
 namespace gridflow::gpu {
 
 template <> const void* megakernel_entry<128>() { return reinterpret_cast<const void*>(&megakernel<128>); }
-template <> const void* task_kernel_entry<128>() { return reinterpret_cast<const void*>(&task_kernel<128>); }
 
 } // namespace gridflow::gpu
