@@ -30,12 +30,9 @@ Graph chain(const std::string& kind, std::int64_t rows, std::int64_t cols, int o
 
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
-  const DeviceInfo gpu = probe_gpu();
-  if (!gpu.available || !gpu_backend_built()) {
-    fmt::print("gridflow_bench_chain: no GPU ({}): nothing to measure\n", gpu.reason);
-    return 0;
-  }
-  Report report("chain", gpu.describe());
+  const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_chain");
+  if (!gpu) return 0;
+  Report report("chain", gpu->describe());
   const int ops = 512, reps = args.quick ? 5 : 10;
   fmt::print("{:<10} {:>6} {:<30} {:>10} {:>10} {:>8}\n", "chain", "floats", "executor", "us/op", "ms/run", "tiles");
   for (const std::string kind : {"softmax", "mixed"})
@@ -64,26 +61,20 @@ int main(int argc, char** argv) {
               fmt::print("CHECK FAILED {} {} {}\n", kind, to_string(mode), s.check().summary());
               return 1;
             }
-            std::vector<double> ms;
-            for (const RunResult& r : s.time(3, reps)) ms.push_back(r.elapsed_ms);
-            print(fmt::format("gridflow {} {} {}/SM", to_string(mode), to_string(sched), bps), stat_of(ms).median,
+            print(fmt::format("gridflow {} {} {}/SM", to_string(mode), to_string(sched), bps), median_run_ms(s, reps),
                   s.program().tiles.size());
             if (mode == SyncMode::flags && sched == Schedule::dynamic && bps == 2) {
               const BaselineTimes b = time_per_task_launches(s.executor(), 3, reps);
               print("stream launch per task", stat_of(b.stream_ms).median, s.program().tiles.size());
               print("CUDA graph of launches", stat_of(b.graph_ms).median, s.program().tiles.size());
               // The same configuration traced: what recording costs (tracing is off in every other row).
-              std::vector<double> traced;
-              for (const RunResult& r : s.time(3, reps, true)) traced.push_back(r.elapsed_ms);
-              print("gridflow flags dynamic 2/SM traced", stat_of(traced).median, s.program().tiles.size());
+              print("gridflow flags dynamic 2/SM traced", median_run_ms(s, reps, true), s.program().tiles.size());
               // Whole-task dependencies instead of per-tile ones: the gain of waiting only for the covering tiles.
               SessionOptions whole = o;
               whole.per_tile_deps = false;
               Session w(g, whole);
               w.run();
-              std::vector<double> wms;
-              for (const RunResult& r : w.time(3, reps)) wms.push_back(r.elapsed_ms);
-              print("gridflow flags dynamic 2/SM task-deps", stat_of(wms).median, w.program().tiles.size());
+              print("gridflow flags dynamic 2/SM task-deps", median_run_ms(w, reps), w.program().tiles.size());
               // Tiles per task: smaller row tiles give per-tile dependencies independent row chains to overlap.
               for (std::int64_t tile_elements : {4096LL, 1024LL}) {
                 SessionOptions t = o;
@@ -94,9 +85,7 @@ int main(int argc, char** argv) {
                   fmt::print("CHECK FAILED {} row tiles {} {}\n", kind, tile_elements, ts.check().summary());
                   return 1;
                 }
-                std::vector<double> tms;
-                for (const RunResult& r : ts.time(3, reps)) tms.push_back(r.elapsed_ms);
-                print(fmt::format("gridflow flags dynamic 2/SM {}-elt tiles", tile_elements), stat_of(tms).median,
+                print(fmt::format("gridflow flags dynamic 2/SM {}-elt tiles", tile_elements), median_run_ms(ts, reps),
                       ts.program().tiles.size());
               }
             }
@@ -106,9 +95,7 @@ int main(int argc, char** argv) {
               kf.exec.sentinel_fill = SentinelFill::kernel;
               Session k(g, kf);
               k.run();
-              std::vector<double> kms;
-              for (const RunResult& r : k.time(3, reps)) kms.push_back(r.elapsed_ms);
-              print("gridflow sentinel dynamic 2/SM kernel-fill", stat_of(kms).median, k.program().tiles.size());
+              print("gridflow sentinel dynamic 2/SM kernel-fill", median_run_ms(k, reps), k.program().tiles.size());
             }
           }
     }

@@ -3,6 +3,9 @@
 // primitives by the difference method (time N and M iterations, report (t_N - t_M) / (N - M)).
 #pragma once
 
+#include "runtime/device.hpp"
+#include "scheduler/session.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +33,22 @@ inline Stat stat_of(std::vector<double> v) {
   s.min = v.front();
   s.max = v.back();
   return s;
+}
+
+// The GPU to measure on; without one (or without the GPU backend) prints why, naming `program`, and returns
+// nothing: the benchmark then exits 0 with nothing measured.
+inline std::optional<DeviceInfo> gpu_to_measure(const char* program) {
+  DeviceInfo gpu = probe_gpu();
+  if (gpu.available && gpu_backend_built()) return gpu;
+  std::printf("%s: no GPU (%s): nothing to measure\n", program, gpu.reason.c_str());
+  return std::nullopt;
+}
+
+// Median milliseconds of `reps` timed runs of a session after 3 warm-up runs (traced when `trace`).
+inline double median_run_ms(Session& s, int reps, bool trace = false) {
+  std::vector<double> ms;
+  for (const RunResult& r : s.time(3, reps, trace)) ms.push_back(r.elapsed_ms);
+  return stat_of(ms).median;
 }
 
 struct Args {

@@ -32,9 +32,7 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
     t.check = c.summary();
     if (!c.passed) throw std::runtime_error("check failed before timing: " + c.summary());
   }
-  std::vector<double> ms;
-  for (const RunResult& r : s.time(3, reps)) ms.push_back(r.elapsed_ms);
-  t.ms = stat_of(ms).median;
+  t.ms = median_run_ms(s, reps);
   return t;
 }
 
@@ -42,12 +40,9 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
 
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
-  const DeviceInfo gpu = probe_gpu();
-  if (!gpu.available || !gpu_backend_built()) {
-    fmt::print("gridflow_bench_ops: no GPU ({}): nothing to measure\n", gpu.reason);
-    return 0;
-  }
-  Report report("ops", gpu.describe());
+  const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_ops");
+  if (!gpu) return 0;
+  Report report("ops", gpu->describe());
   const long long n = args.quick ? (1LL << 26) : (1LL << 28);
   const int reps = args.quick ? 5 : 10;
   fmt::print("{:<22} {:<18} {:<22} {:>10} {:>9} {:>9}\n", "op", "shape", "impl", "ms", "TB/s", "vs CUB");

@@ -33,12 +33,9 @@ Graph reduces(std::int64_t tasks, bool chained) {
 
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
-  const DeviceInfo gpu = probe_gpu();
-  if (!gpu.available || !gpu_backend_built()) {
-    fmt::print("gridflow_bench_scaling: no GPU ({}): nothing to measure\n", gpu.reason);
-    return 0;
-  }
-  Report report("scaling", gpu.describe());
+  const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_scaling");
+  if (!gpu) return 0;
+  Report report("scaling", gpu->describe());
   const int reps = args.quick ? 5 : 10;
   fmt::print("{:<12} {:>7} {:>6} {:<26} {:>10} {:>10}\n", "graph", "tasks", "bps", "executor", "ms/run", "us/task");
   for (bool chained : {false, true})
@@ -57,20 +54,17 @@ int main(int argc, char** argv) {
           fmt::print("CHECK FAILED {}\n", s.check().summary());
           return 1;
         }
-        auto print = [&](const std::string& executor, const std::vector<double>& ms) {
-          const double med = stat_of(ms).median;
+        auto print = [&](const std::string& executor, double med) {
           fmt::print("{:<12} {:>7} {:>6} {:<26} {:>10.4f} {:>10.4f}\n", chained ? "chain" : "independent", tasks, bps,
                      executor, med, med * 1e3 / static_cast<double>(tasks));
           report.add({{"graph", chained ? "chain" : "independent"}, {"tasks", tasks}, {"blocks_per_sm", bps},
                       {"executor", executor}, {"ms_per_run", med}, {"us_per_task", med * 1e3 / static_cast<double>(tasks)}});
         };
-        std::vector<double> ms;
-        for (const RunResult& r : s.time(3, reps)) ms.push_back(r.elapsed_ms);
-        print("gridflow flags dynamic", ms);
+        print("gridflow flags dynamic", median_run_ms(s, reps));
         if (bps == 2 && tasks <= 10000) {
           const BaselineTimes b = time_per_task_launches(s.executor(), 3, reps);
-          print("stream launch per task", b.stream_ms);
-          print("CUDA graph of launches", b.graph_ms);
+          print("stream launch per task", stat_of(b.stream_ms).median);
+          print("CUDA graph of launches", stat_of(b.graph_ms).median);
         }
       }
     }

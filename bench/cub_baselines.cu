@@ -1,4 +1,5 @@
 #include "bench/cub_baselines.hpp"
+#include "bench/cuda_timing.cuh"
 #include "runtime/gpu/cuda_check.hpp"
 
 #include <cub/device/device_histogram.cuh>
@@ -11,42 +12,29 @@
 namespace gridflow::bench {
 namespace {
 
+// 64 random bits for element i (splitmix64 of the seeded index).
+__device__ std::uint64_t element_bits(std::uint64_t seed, long long i) {
+  std::uint64_t x = seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 __global__ void uniform_kernel(float* out, long long n, std::uint64_t seed) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    std::uint64_t x = seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    out[i] = static_cast<float>(x >> 40) * 0x1.0p-24f * 2.0f - 1.0f;
-  }
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<float>(element_bits(seed, i) >> 40) * 0x1.0p-24f * 2.0f - 1.0f;
 }
 
-template <class Call> std::vector<double> time_calls(int warmup, int reps, Call call) {
-  cudaEvent_t a, b;
-  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&a));
-  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  for (int r = 0; r < warmup + reps; ++r) {
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(a));
-    call();
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(b));
-    GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    if (r >= warmup) ms.push_back(t);
-  }
-  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
-  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));
-  return ms;
+__global__ void keys_kernel(int* out, long long n, int bins, std::uint64_t seed) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<int>(element_bits(seed, i) % static_cast<std::uint64_t>(bins));
 }
 
-// Temporary storage sized by a first call, as CUB's two-phase API wants.
-struct Temp {
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  ~Temp() { GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFree(p)); }
-  void reserve() { GRIDFLOW_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+struct GreaterThan {
+  float threshold;
+  __device__ bool operator()(float x) const { return x > threshold; }
 };
 
 } // namespace
@@ -98,24 +86,6 @@ std::vector<double> time_cub_segmented_sum(const float* in, float* out, long lon
   GRIDFLOW_CUDA_CHECK(cudaFree(offsets));
   return ms;
 }
-
-namespace {
-struct GreaterThan {
-  float threshold;
-  __device__ bool operator()(float x) const { return x > threshold; }
-};
-
-__global__ void keys_kernel(int* out, long long n, int bins, std::uint64_t seed) {
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    std::uint64_t x = seed ^ (static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    out[i] = static_cast<int>(x % static_cast<std::uint64_t>(bins));
-  }
-}
-} // namespace
 
 std::vector<double> time_cub_select_gt(const float* in, float* out, long long n, float threshold, int warmup, int reps,
                                        long long* kept) {

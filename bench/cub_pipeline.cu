@@ -1,4 +1,5 @@
 #include "bench/cub_pipeline.hpp"
+#include "bench/cuda_timing.cuh"
 #include "kernels/counting.hpp"
 #include "runtime/gpu/cuda_check.hpp"
 
@@ -100,29 +101,14 @@ void call_step(const CubStep& s, const DeviceBuffers& d, void* temp, std::size_t
 std::vector<double> time_cub_steps(const std::vector<CubStep>& steps, const std::vector<HostTensor>& initial,
                                    int warmup, int reps) {
   const DeviceBuffers d(initial);
-  std::vector<std::size_t> bytes(steps.size(), 0);
-  std::vector<void*> temp(steps.size(), nullptr);
+  std::vector<Temp> temp(steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    call_step(steps[i], d, nullptr, bytes[i], nullptr);
-    GRIDFLOW_CUDA_CHECK(cudaMalloc(&temp[i], std::max<std::size_t>(bytes[i], 1)));
+    call_step(steps[i], d, nullptr, temp[i].bytes, nullptr);
+    temp[i].reserve();
   }
-  cudaEvent_t a, b;
-  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&a));
-  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  for (int r = 0; r < warmup + reps; ++r) {
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(a));
-    for (std::size_t i = 0; i < steps.size(); ++i) call_step(steps[i], d, temp[i], bytes[i], nullptr);
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(b));
-    GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    if (r >= warmup) ms.push_back(t);
-  }
-  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
-  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));
-  for (void* p : temp) GRIDFLOW_CUDA_CHECK(cudaFree(p));
-  return ms;
+  return time_calls(warmup, reps, [&] {
+    for (std::size_t i = 0; i < steps.size(); ++i) call_step(steps[i], d, temp[i].p, temp[i].bytes, nullptr);
+  });
 }
 
 } // namespace gridflow::bench

@@ -21,13 +21,10 @@ namespace gridflow::bench {
 nlohmann::json run_sync_bench(bool quick) {
   Args args;
   args.quick = quick;
-  const DeviceInfo gpu = probe_gpu();
-  if (!gpu.available || !gpu_backend_built()) {
-    fmt::print("gridflow bench sync: no GPU ({}): nothing to measure\n", gpu.reason);
-    return nlohmann::json::array();
-  }
-  Report report("sync", gpu.describe());
-  const int sms = gpu.sm_count;
+  const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow bench sync");
+  if (!gpu) return nlohmann::json::array();
+  Report report("sync", gpu->describe());
+  const int sms = gpu->sm_count;
   const int reps = args.quick ? 3 : 7;
 
   fmt::print("== grid barrier, us per barrier (difference method: 1100 vs 100 barriers, median of {})\n", reps);

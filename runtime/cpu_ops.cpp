@@ -248,16 +248,30 @@ std::int32_t* aux_i32(const TileCtx& c) {
   return static_cast<std::int32_t*>(c.view.buffers[c.task.aux_buffer]) + c.task.aux_offset;
 }
 
+// The keys of this tile of a histogram / scatter task and their count per bin (c.task.param bins).
+struct TileKeys {
+  std::uint32_t index; // tile index within the task
+  program::ItemRange range;
+  std::vector<std::int32_t> keys;
+  std::vector<std::int32_t> counts;
+};
+
+bool count_tile_keys(const TileCtx& c, TileKeys& t) {
+  t.index = c.view.tiles[c.tile].index;
+  t.range = program::tile_items(c.task, t.index);
+  if (!gather(c, t.range.begin, t.range.end, t.keys)) return false;
+  t.counts.assign(c.task.param, 0);
+  ref::histogram(t.keys, t.counts);
+  return true;
+}
+
 // histogram: this tile's counts; one tile stores them, several publish a row each and the last to arrive sums
 // the rows (integer sums: the order cannot change the result).
 bool histogram(const TileCtx& c) {
-  const std::uint32_t k = c.view.tiles[c.tile].index;
-  const program::ItemRange r = program::tile_items(c.task, k);
-  std::vector<std::int32_t> keys;
-  if (!gather(c, r.begin, r.end, keys)) return false;
-  const std::uint32_t bins = c.task.param;
-  std::vector<std::int32_t> counts(bins);
-  ref::histogram(keys, counts);
+  TileKeys t;
+  if (!count_tile_keys(c, t)) return false;
+  const std::uint32_t k = t.index, bins = c.task.param;
+  std::vector<std::int32_t>& counts = t.counts;
   if (c.task.num_tiles > 1) {
     const program::Arena arena{c.view.state, c.view.layout};
     auto* rows = reinterpret_cast<std::int32_t*>(arena.at(c.task.scratch));
@@ -276,20 +290,18 @@ bool histogram(const TileCtx& c) {
 // scatter: this tile's counts become row k (then its ready word); the rows of tiles < k plus the offsets give
 // each bin's first position for this tile; keys are then placed in index order.
 bool scatter(const TileCtx& c) {
-  const std::uint32_t k = c.view.tiles[c.tile].index;
-  const program::ItemRange r = program::tile_items(c.task, k);
-  std::vector<std::int32_t> keys;
-  if (!gather(c, r.begin, r.end, keys)) return false;
-  const std::uint32_t bins = c.task.param;
-  std::vector<std::int32_t> counts(bins);
-  ref::histogram(keys, counts);
+  TileKeys t;
+  if (!count_tile_keys(c, t)) return false;
+  const std::uint32_t k = t.index, bins = c.task.param;
+  const std::vector<std::int32_t>& keys = t.keys;
+  const program::ItemRange r = t.range;
   const std::int32_t* offsets = aux_i32(c);
   std::vector<std::int64_t> next(offsets, offsets + bins);
   if (c.task.num_tiles > 1) {
     unsigned char* scratch = program::Arena{c.view.state, c.view.layout}.at(c.task.scratch);
     auto* rows = reinterpret_cast<std::int32_t*>(scratch);
     auto* ready = reinterpret_cast<std::uint64_t*>(scratch + program::scatter_ready_words_offset(c.task));
-    std::copy(counts.begin(), counts.end(), rows + std::size_t{k} * bins);
+    std::copy(t.counts.begin(), t.counts.end(), rows + std::size_t{k} * bins);
     protocol::publish_word(ready + k, c.params.epoch, 0);
     for (std::uint32_t j = 0; j < k; ++j) {
       std::uint32_t unused = 0;

@@ -70,7 +70,7 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
         result.entries.push_back(std::move(cuda_graph));
       }
     }
-  if (o.base.backend == Backend::gpu) {
+  if (o.base.backend == Backend::gpu && !o.external.empty()) {
     const std::vector<HostTensor> initial = initial_data(graph, o.base.base_dir);
     for (const ExternalBaseline& x : o.external) {
       ProfileEntry e;
