@@ -18,8 +18,10 @@ struct Timed {
   std::string check;
 };
 
-Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int reps, bool check) {
+Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int reps, bool check,
+                 const TilePolicy& tiles = {}) {
   SessionOptions o;
+  o.tiles = tiles;
   o.backend = Backend::gpu;
   o.mode = SyncMode::flags;
   o.threads_per_block = threads;
@@ -78,10 +80,17 @@ int main(int argc, char** argv) {
     h.add_buffer("x", DType::f32, {n}, InitUniform{-1, 1, 2});
     h.add_buffer("y", DType::f32, {n});
     h.scan("scan", "x", "y", ScanFn::sum);
-    for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}}) {
-      const Timed t = time_graph(h, threads, bps, reps, threads == 256);
-      row("scan incl sum f32", vec, fmt::format("gridflow {}x{}/SM", threads, bps), t.ms, 8.0 * n, cub_scan, t.check);
-    }
+    // Chunks (register tiles) per scan tile: 1 is one look-back per chunk; more read each tile twice (the second
+    // time from L2) and pay one look-back per tile. The default policy is 4.
+    for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}})
+      for (std::uint32_t chunks : {1u, 2u, 4u, 8u}) {
+        if (threads == 512 && chunks != 4) continue;
+        TilePolicy tiles;
+        tiles.scan_chunks_per_tile = chunks;
+        const Timed t = time_graph(h, threads, bps, reps, chunks >= 4, tiles);
+        row("scan incl sum f32", vec, fmt::format("gridflow {}x{}/SM {}ch", threads, bps, chunks), t.ms, 8.0 * n,
+            cub_scan, t.check);
+      }
   }
   // Row reduce vs segmented reduce.
   {

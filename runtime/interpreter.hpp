@@ -122,7 +122,13 @@ template <class Block> GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::ui
   const Arena arena{v.state, v.layout};
   const TaskDesc& task = v.tasks[v.tiles[tile].task];
   if (task.flags & kSignalTiles) protocol::publish_flag(arena.tile_flag(tile), r.epoch);
-  protocol::signal_counter(arena.task_done(v.tiles[tile].task));
+  if (task.flags & kSignalCounter) protocol::signal_counter(arena.task_done(v.tiles[tile].task));
+}
+
+// Whether any consumer waits for `tile` through its flag or its task's counter (uniform: every thread reads the
+// same descriptor).
+GRIDFLOW_HOST_DEVICE bool tile_is_awaited(const ProgramView& v, std::uint32_t tile) {
+  return (v.tasks[v.tiles[tile].task].flags & (kSignalTiles | kSignalCounter)) != 0;
 }
 
 // Uniform across the block (every thread evaluates the same descriptor); the leader records the error.
@@ -145,7 +151,7 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, std::uint32_t tile, std::uint64_t
     trace->claimed = protocol::now_ns();
   }
   // Step 2: wait for the tile's inputs (leader polls, then the block barrier inside share() releases all).
-  if (wait) {
+  if (wait && blk.view().tiles[tile].dep_count > 0) {
     const std::uint32_t ok = blk.share(blk.is_leader() ? (wait_dependencies(blk, tile) ? 1u : 0u) : 0u);
     if (!ok) return false;
   }
@@ -153,8 +159,9 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, std::uint32_t tile, std::uint64_t
   // Step 3: execute the body with every thread.
   if (!blk.execute(tile)) return false;
   if (trace) trace->executed = protocol::now_ns();
-  // Step 4: signal: the block barrier orders every thread's stores before the leader's release.
-  if (signal) {
+  // Step 4: signal: the block barrier orders every thread's stores before the leader's release. Tiles nobody
+  // waits for through a flag or counter skip it (the next claim's block barrier orders them for this block).
+  if (signal && tile_is_awaited(blk.view(), tile)) {
     blk.sync();
     if (blk.is_leader()) signal_tile(blk, tile);
   }

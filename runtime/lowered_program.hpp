@@ -38,11 +38,24 @@ struct LoweredProgram {
   // are pred_tasks[pred_begin[t] .. pred_begin[t + 1]). Host-side only (analysis, critical path).
   std::vector<std::uint32_t> pred_begin;
   std::vector<std::uint32_t> pred_tasks;
+  // Static schedule: the tile-range dependencies dropped because the consumer's own block ran the producer tiles
+  // earlier (program order enforces them; the device never sees them). Tile g's are
+  // local_deps[local_begin[g] .. local_begin[g + 1]); both empty when nothing was dropped. Host-side only.
+  std::vector<std::uint32_t> local_begin;
+  std::vector<program::DepDesc> local_deps;
   program::StateLayout layout;
   std::uint32_t barriers_per_run = 0;     // level barriers one run passes (level modes: levels - 1)
   bool uses_tile_flags = false;
 
   std::uint32_t num_levels() const { return static_cast<std::uint32_t>(level_begin.size()) - 1; }
+
+  // f(dep) for every dependency of tile g: the ones the device waits for, then the local ones it need not.
+  template <class F> void for_each_dependency(std::uint32_t g, F&& f) const {
+    const program::TileDesc& t = tiles[g];
+    for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) f(deps[d]);
+    if (!local_begin.empty())
+      for (std::uint32_t d = local_begin[g]; d < local_begin[g + 1]; ++d) f(local_deps[d]);
+  }
 };
 
 namespace program {

@@ -35,6 +35,7 @@ enum TaskFlag : std::uint32_t {
   kSignalTiles = 1u << 2,     // some consumer waits on individual tiles: publish per-tile flags
   kPollInputs = 1u << 3,      // sentinel mode: poll every input element until it is not the sentinel
   kSentinelOutput = 1u << 4,  // sentinel mode: the output was pre-filled with the sentinel; never store it
+  kSignalCounter = 1u << 5,   // some consumer waits for the whole task: count completed tiles
 };
 
 inline constexpr std::uint32_t kNoBuffer = 0xffffffffu;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <map>
 
 namespace gridflow {
 namespace {
@@ -48,7 +49,12 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
     const std::int64_t want = std::max(p.reduce_min_tile, ceil_div(std::max<std::int64_t>(items, 1), spread));
     return std::min(ceil_div(want, 1024) * 1024, std::max(p.max_tile_elements, p.reduce_min_tile));
   }
-  case Opcode::scan_all:
+  case Opcode::scan_all: {
+    // Several chunks per tile once the task has them to spare: one look-back per tile instead of per chunk.
+    const std::int64_t chunk = std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
+    const std::int64_t chunks = ceil_div(std::max<std::int64_t>(items, 1), chunk * spread);
+    return chunk * std::clamp<std::int64_t>(chunks, 1, std::max<std::uint32_t>(p.scan_chunks_per_tile, 1));
+  }
   case Opcode::select: return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
   case Opcode::histogram:
   case Opcode::scatter: {
@@ -165,6 +171,56 @@ void schedule_static(LoweredProgram& p) {
     p.block_tiles.insert(p.block_tiles.end(), l.begin(), l.end());
     p.block_begin.push_back(static_cast<std::uint32_t>(p.block_tiles.size()));
   }
+}
+
+// Static schedule: a tile-range dependency whose producer tiles all run on the consumer's own block needs no
+// wait: the block runs its list in increasing tile order, so they ran earlier, and the block barrier between
+// two tiles orders their stores before the consumer's loads. Dropped here; ranges with nothing to drop stay
+// shared between tiles.
+void elide_local_dependencies(LoweredProgram& p) {
+  std::vector<std::uint32_t> block_of(p.tiles.size(), 0);
+  for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) block_of[p.block_tiles[i]] = b;
+  auto local = [&](const DepDesc& dep, std::uint32_t consumer) {
+    if (dep.kind != static_cast<std::uint32_t>(DepKind::tiles)) return false;
+    const std::uint32_t first = p.tasks[dep.task].first_tile;
+    for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k)
+      if (block_of[first + k] != block_of[consumer]) return false;
+    return true;
+  };
+  std::vector<DepDesc> kept;
+  kept.reserve(p.deps.size());
+  p.local_begin.assign(1, 0);
+  p.local_deps.clear();
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> moved; // untouched ranges: old -> new first
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
+    TileDesc& t = p.tiles[g];
+    bool any_local = false;
+    for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) any_local = any_local || local(p.deps[d], g);
+    if (!any_local) {
+      const auto [it, fresh] = moved.try_emplace({t.dep_first, t.dep_count}, static_cast<std::uint32_t>(kept.size()));
+      if (fresh) kept.insert(kept.end(), p.deps.begin() + t.dep_first, p.deps.begin() + t.dep_first + t.dep_count);
+      t.dep_first = it->second;
+    } else {
+      const std::uint32_t first = static_cast<std::uint32_t>(kept.size());
+      for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d)
+        (local(p.deps[d], g) ? p.local_deps : kept).push_back(p.deps[d]);
+      t.dep_first = first;
+      t.dep_count = static_cast<std::uint32_t>(kept.size()) - first;
+    }
+    p.local_begin.push_back(static_cast<std::uint32_t>(p.local_deps.size()));
+  }
+  p.deps = std::move(kept);
+  if (p.local_deps.empty()) p.local_begin.clear();
+}
+
+// Which tasks publish what: per-tile flags for tasks some tile-range dependency names, the completion counter
+// for tasks some whole-task dependency names; nothing for the rest (their tiles skip the signal step).
+void assign_signal_flags(LoweredProgram& p) {
+  for (TaskDesc& t : p.tasks) t.flags &= ~(program::kSignalTiles | program::kSignalCounter);
+  for (const DepDesc& dep : p.deps)
+    p.tasks[dep.task].flags |=
+        dep.kind == static_cast<std::uint32_t>(DepKind::task) ? program::kSignalCounter : program::kSignalTiles;
 }
 
 } // namespace
@@ -366,7 +422,11 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   // 6. Level barriers one run passes (executors add their own prologue barrier where they use one).
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
 
-  if (o.schedule == Schedule::static_list) schedule_static(p);
+  if (o.schedule == Schedule::static_list) {
+    schedule_static(p);
+    elide_local_dependencies(p);
+  }
+  assign_signal_flags(p);
   return p;
 }
 

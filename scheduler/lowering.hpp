@@ -2,9 +2,12 @@
 //
 // Tiling policy (TilePolicy): a task is cut into tiles sized to its op and its data so small tasks run on a few
 // blocks and large ones on all of them: reduce_all tiles hold at least `reduce_min_tile` elements and grow so the
-// task has about `waves` tiles per block; scan_all tiles are one block's register tile (threads x items);
+// task has about `waves` tiles per block; scan_all tiles are whole register tiles (chunks of threads x items):
+// one chunk for small scans, up to `scan_chunks_per_tile` when the task has that many chunks per wave of blocks;
 // row ops give each tile whole rows, about `row_tile_elements` elements, and at least `waves` tiles per block
 // when there are enough rows. Row ops over a single row lower to their whole-range form.
+// Large reduce_all and scan_all tiles follow the grid size, and so do their float results' bits: runs are
+// bit-identical across sync modes and schedules for one grid shape and policy, not across grid shapes.
 #pragma once
 
 #include "runtime/lowered_program.hpp"
@@ -20,7 +23,8 @@ struct TilePolicy {
   std::int64_t reduce_min_tile = 4096;      // elements
   std::int64_t row_tile_elements = 65536;   // target elements per row-op tile (fewer tiles: less claim/signal)
   std::uint32_t waves = 4;                  // tiles per block a large task aims for
-  std::uint32_t scan_items_per_thread = 16; // scan_all tile = threads_per_block * this (GPU register tile)
+  std::uint32_t scan_items_per_thread = 16; // a scan chunk = threads_per_block * this (GPU register tile)
+  std::uint32_t scan_chunks_per_tile = 4;   // most chunks per scan_all tile (the whole grid's tiles stay in L2)
   std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all tiles
 };
 

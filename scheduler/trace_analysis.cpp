@@ -118,15 +118,14 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
     const program::TileDesc& tile = p.tiles[g];
     const bool polled = p.tasks[tile.task].flags & program::kPollInputs;
     double start = 0.0;
-    for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
-      const program::DepDesc& dep = p.deps[d];
+    p.for_each_dependency(static_cast<std::uint32_t>(g), [&](const program::DepDesc& dep) {
       if (dep.kind == static_cast<std::uint32_t>(program::DepKind::task)) {
         start = std::max(start, task_finish[dep.task]);
       } else {
         for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k)
           start = std::max(start, tile_finish[p.tasks[dep.task].first_tile + k]);
       }
-    }
+    });
     std::uint64_t inputs_done = r.tiles[g].ready;
     if (edges && (polled || is_level_mode(p.mode)))
       for (std::uint32_t e = p.pred_begin[tile.task]; e < p.pred_begin[tile.task + 1]; ++e) {

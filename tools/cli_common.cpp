@@ -29,6 +29,8 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--row-tile-elements", f.row_tile_elements, "target elements per row-op tile")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--scan-chunks", f.scan_chunks, "most register tiles per scan tile (1: one look-back per chunk)")
+      ->check(CLI::Range(1u, 64u));
 }
 
 SessionOptions session_options(const SessionFlags& f, const std::filesystem::path& graph_file) {
@@ -55,6 +57,7 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.per_tile_deps = !f.no_tile_deps;
   o.tiles.reduce_min_tile = f.reduce_min_tile;
   o.tiles.row_tile_elements = f.row_tile_elements;
+  o.tiles.scan_chunks_per_tile = f.scan_chunks;
   o.base_dir = graph_file.has_parent_path() ? graph_file.parent_path() : std::filesystem::path(".");
   return o;
 }

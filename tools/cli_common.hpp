@@ -35,6 +35,7 @@ struct SessionFlags {
   bool no_tile_deps = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;
   std::int64_t row_tile_elements = TilePolicy{}.row_tile_elements;
+  std::uint32_t scan_chunks = TilePolicy{}.scan_chunks_per_tile;
 };
 
 void add_session_flags(CLI::App* cmd, SessionFlags& flags);

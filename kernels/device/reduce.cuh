@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/device/access.cuh"
+#include "kernels/device/bulk_stream.cuh"
 #include "kernels/device/functors.cuh"
 #include "kernels/op_types.hpp"
 
@@ -17,6 +18,7 @@ template <int THREADS> struct ReduceStorage {
     typename cub::BlockReduce<std::int32_t, THREADS>::TempStorage i32;
     typename cub::BlockReduce<ArgBest<float>, THREADS>::TempStorage arg_f32;
     typename cub::BlockReduce<ArgBest<std::int32_t>, THREADS>::TempStorage arg_i32;
+    StreamRing<THREADS> ring; // block_reduce_range's streamed loads (finished before the block reduce)
   };
 };
 
@@ -44,29 +46,30 @@ __device__ __forceinline__ ArgBest<T> block_reduce(ArgBest<T> v, ArgMax op, Redu
 }
 
 // Reduction of x[0, n) by the whole block; `first_index` offsets argmax indices. Result in thread 0
-// (argmax: index < 0 for an empty range).
+// (argmax: index < 0 for an empty range). With `stream` (its ring must be s.ring) long ranges are read through
+// the bulk copy engine; the fold is bit-identical either way (same ownership and order).
 template <int THREADS, class T, class Load>
 __device__ ArgBest<T> block_reduce_range(ReduceFn fn, const T* x, long long n, long long first_index, Load load,
-                                         ReduceStorage<THREADS>& s) {
+                                         ReduceStorage<THREADS>& s, const BlockStream<THREADS>* stream = nullptr) {
   switch (fn) {
   case ReduceFn::sum: {
     T acc = Sum::identity<T>();
-    for_each_owned<THREADS>(x, n, load, [&](long long, T v) { acc = acc + v; });
+    for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long, T v) { acc = acc + v; });
     return {block_reduce<THREADS>(acc, Sum{}, s), 0};
   }
   case ReduceFn::max: {
     T acc = Max::identity<T>();
-    for_each_owned<THREADS>(x, n, load, [&](long long, T v) { acc = Max{}(acc, v); });
+    for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long, T v) { acc = Max{}(acc, v); });
     return {block_reduce<THREADS>(acc, Max{}, s), 0};
   }
   case ReduceFn::min: {
     T acc = Min::identity<T>();
-    for_each_owned<THREADS>(x, n, load, [&](long long, T v) { acc = Min{}(acc, v); });
+    for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long, T v) { acc = Min{}(acc, v); });
     return {block_reduce<THREADS>(acc, Min{}, s), 0};
   }
   case ReduceFn::argmax: {
     ArgBest<T> acc = ArgMax::identity<T>();
-    for_each_owned<THREADS>(x, n, load, [&](long long i, T v) { acc = ArgMax{}(acc, ArgBest<T>{v, first_index + i}); });
+    for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long i, T v) { acc = ArgMax{}(acc, ArgBest<T>{v, first_index + i}); });
     return block_reduce<THREADS>(acc, ArgMax{}, s);
   }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernels/device/access.cuh"
+#include "kernels/device/bulk_stream.cuh"
 #include "kernels/device/functors.cuh"
 
 #include <cub/block/block_reduce.cuh>
@@ -29,7 +30,10 @@ struct MergeMaxSum {
 };
 
 template <int THREADS> struct SoftmaxStorage {
-  typename cub::BlockReduce<MaxSum, THREADS>::TempStorage reduce;
+  union {
+    typename cub::BlockReduce<MaxSum, THREADS>::TempStorage reduce;
+    StreamRing<THREADS> ring; // the two passes' streamed loads (never live together with the block reduce)
+  };
   MaxSum row; // the merged state, broadcast to the block
 };
 
@@ -72,11 +76,12 @@ __device__ void warp_softmax_row(const float* x, float* y, long long n, bool log
 }
 
 // One row of any length by the whole block.
+// With `stream` (its ring must be s.ring), both passes read long rows through the bulk copy engine.
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store,
-                                  SoftmaxStorage<THREADS>& s) {
+                                  SoftmaxStorage<THREADS>& s, const BlockStream<THREADS>* stream = nullptr) {
   MaxSum st{-INFINITY, 0.0f};
-  for_each_owned<THREADS>(x, n, load, [&](long long, float v) {
+  for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long, float v) {
     if (v > st.m) {
       st.s = st.s * __expf(st.m - v) + 1.0f;
       st.m = v;
@@ -89,7 +94,7 @@ __device__ void block_softmax_row(const float* x, float* y, long long n, bool lo
   __syncthreads();
   const RowNorm row = RowNorm::of(s.row);
   // The write pass re-reads the row with the same vector loads (several in flight) as the first pass.
-  for_each_owned<THREADS>(x, n, load, [&](long long i, float v) { store_softmax(store, y + i, v, row, log); });
+  for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long i, float v) { store_softmax(store, y + i, v, row, log); });
   __syncthreads(); // s.row and the reduce storage are reused by the next row
 }
 

@@ -81,6 +81,7 @@ template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     megakernel(program::ProgramView view, program::RunParams params) {
   __shared__ SharedStorage<THREADS> shared;
+  kernels::init_stream_state(shared.stream);
   GpuBlock<THREADS> block(view, params, shared);
   program::interpret(block);
 }
@@ -92,6 +93,7 @@ template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     task_kernel(program::ProgramView view, program::RunParams params, std::uint32_t task) {
   __shared__ SharedStorage<THREADS> shared;
+  kernels::init_stream_state(shared.stream);
   execute_tile<THREADS>(view, params, shared, view.tasks[task].first_tile + blockIdx.x);
 }
 

@@ -22,10 +22,12 @@ template <int THREADS> struct SharedStorage {
     kernels::SoftmaxStorage<THREADS> softmax;
     kernels::CountingStorage counting;
   };
+  kernels::StreamState stream; // the bulk-copy ring's barriers (the ring itself is in the union), set at launch
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
   std::uint32_t turn;
   int abort;              // set by a thread whose wait failed inside a body
   int flag;               // body-internal broadcast
+  std::uint32_t carry;    // body-internal broadcast of a scan tile's carry (bits)
 };
 
 template <int THREADS> struct TileContext {
@@ -39,6 +41,8 @@ template <int THREADS> struct TileContext {
   template <class T> __device__ T* in() const { return static_cast<T*>(v.buffers[task.in_buffer]) + task.in_offset; }
   template <class T> __device__ T* out() const { return static_cast<T*>(v.buffers[task.out_buffer]) + task.out_offset; }
   __device__ unsigned char* scratch() const { return v.state + task.scratch; }
+  __device__ kernels::BlockStream<THREADS> reduce_stream() const { return {&s.reduce.ring, &s.stream}; }
+  __device__ kernels::BlockStream<THREADS> softmax_stream() const { return {&s.softmax.ring, &s.stream}; }
 };
 
 // Writes a reduction result: argmax stores the index (i32 output), the others the value.
@@ -52,8 +56,9 @@ template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_all(const TileContext<THREADS>& c, Load load, Store store) {
   const auto fn = static_cast<ReduceFn>(c.task.fn);
   const program::ItemRange items = program::tile_items(c.task, c.index);
+  const kernels::BlockStream<THREADS> stream = c.reduce_stream();
   const kernels::ArgBest<T> r = kernels::block_reduce_range<THREADS>(fn, c.template in<T>() + items.begin, items.size(),
-                                                                      items.begin, load, c.s.reduce);
+                                                                      items.begin, load, c.s.reduce, &stream);
   void* out = static_cast<char*>(c.v.buffers[c.task.out_buffer]) + 4 * c.task.out_offset;
   if (c.task.num_tiles == 1) {
     if (threadIdx.x == 0) write_result(fn, out, r, store);
@@ -93,25 +98,55 @@ __device__ void reduce_rows(const TileContext<THREADS>& c, Load load, Store stor
       if ((threadIdx.x & 31) == 0) write_result(fn, out + 4 * row, r, store);
     }
   } else {
+    const kernels::BlockStream<THREADS> stream = c.reduce_stream();
     for (long long row = rows.begin; row < rows.end; ++row) {
       const kernels::ArgBest<T> r =
-          kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s.reduce);
+          kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s.reduce, &stream);
       if (threadIdx.x == 0) write_result(fn, out + 4 * row, r, store);
       __syncthreads();
     }
   }
 }
 
+// The reduce function whose fold is a scan's tile aggregate.
+template <class Op> constexpr ReduceFn aggregate_fn() {
+  return cuda::std::is_same_v<Op, kernels::Max> ? ReduceFn::max : ReduceFn::sum;
+}
+
+// A scan_all tile is `chunks` register tiles (THREADS * scan_items each). One chunk: single pass, the carry comes
+// from the look-back inside the block scan. Several: the tile's aggregate first (a streamed block reduce), then
+// the look-back, then the chunks scanned in order with a running carry; the second read hits the L2 (lowering
+// sizes the tiles so every block's tile fits), so the tile still moves each element once from and to HBM, and
+// pays one look-back per `chunks` register tiles.
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_all(const TileContext<THREADS>& c, Op op, Load load, Store store) {
+  constexpr long long kChunk = static_cast<long long>(THREADS) * scan_items(THREADS);
   const program::ItemRange items = program::tile_items(c.task, c.index);
-  LookbackPrefix<T, Op> prefix{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task.num_tiles, c.index,
-                               c.r.epoch, op};
-  kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, c.task.flags & program::kExclusive,
-                                                          c.template in<T>() + items.begin,
-                                                          c.template out<T>() + items.begin,
-                                                          static_cast<int>(items.size()), load, store, prefix,
-                                                          c.s.scan);
+  const bool exclusive = c.task.flags & program::kExclusive;
+  const T* in = c.template in<T>() + items.begin;
+  T* out = c.template out<T>() + items.begin;
+  LookbackPrefix<T, Op> lookback{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task.num_tiles, c.index,
+                                 c.r.epoch, op};
+  if (c.task.tile_size == kChunk) {
+    kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in, out, static_cast<int>(items.size()),
+                                                              load, store, lookback, c.s.scan);
+    return;
+  }
+  const kernels::BlockStream<THREADS> stream = c.reduce_stream();
+  const T aggregate =
+      kernels::block_reduce_range<THREADS>(aggregate_fn<Op>(), in, items.size(), 0, load, c.s.reduce, &stream).value;
+  if (threadIdx.x < 32) { // warp 0: thread 0 holds the aggregate
+    const T prefix = lookback(__shfl_sync(0xffffffffu, aggregate, 0));
+    if (threadIdx.x == 0) c.s.carry = to_bits(prefix);
+  }
+  __syncthreads();
+  kernels::RunningCarry<T, Op> carry{from_bits<T>(c.s.carry), op};
+  for (long long base = 0; base < items.size(); base += kChunk) {
+    const long long n = items.size() - base < kChunk ? items.size() - base : kChunk;
+    kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in + base, out + base, static_cast<int>(n),
+                                                              load, store, carry, c.s.scan);
+    __syncthreads(); // the next chunk's load reuses the store's shared memory
+  }
 }
 
 template <int THREADS, class T, class Op, class Load, class Store>
@@ -143,8 +178,10 @@ __device__ void softmax_rows(const TileContext<THREADS>& c, Load load, Store sto
     for (long long row = rows.begin + warp; row < rows.end; row += warps)
       kernels::warp_softmax_row(in + row * cols, out + row * cols, cols, log, load, store);
   } else {
+    const kernels::BlockStream<THREADS> stream = c.softmax_stream();
     for (long long row = rows.begin; row < rows.end; ++row)
-      kernels::block_softmax_row<THREADS>(in + row * cols, out + row * cols, cols, log, load, store, c.s.softmax);
+      kernels::block_softmax_row<THREADS>(in + row * cols, out + row * cols, cols, log, load, store, c.s.softmax,
+                                          &stream);
   }
 }
 

@@ -13,9 +13,12 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
   const program::TileDesc t = v.tiles[tile];
   const program::TaskDesc& task = v.tasks[t.task];
   const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
-  const bool scan_tiled = task.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) ||
-                          task.opcode == static_cast<std::uint32_t>(program::Opcode::select);
-  const bool bad_scan_tile = scan_tiled && task.tile_size != static_cast<long long>(THREADS) * scan_items(THREADS);
+  // scan_all tiles are whole register tiles (chunks); select tiles exactly one.
+  const long long chunk = static_cast<long long>(THREADS) * scan_items(THREADS);
+  const bool bad_scan_tile =
+      (task.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) &&
+       (task.tile_size <= 0 || task.tile_size % chunk != 0)) ||
+      (task.opcode == static_cast<std::uint32_t>(program::Opcode::select) && task.tile_size != chunk);
   const bool needs_aux = task.opcode == static_cast<std::uint32_t>(program::Opcode::scatter) ||
                          task.opcode == static_cast<std::uint32_t>(program::Opcode::select);
   const bool bad_bins = (task.opcode == static_cast<std::uint32_t>(program::Opcode::histogram) &&

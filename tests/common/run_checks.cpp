@@ -27,20 +27,19 @@ std::string trace_violation(const LoweredProgram& p, const RunResult& run) {
     }
     return {};
   }
-  for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
-    const program::TileDesc& tile = p.tiles[g];
-    for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
-      const program::DepDesc& dep = p.deps[d];
+  // Every dependency, waited for or enforced by a block's program order (static schedule), was satisfied.
+  std::string violation;
+  for (std::uint32_t g = 0; g < p.tiles.size() && violation.empty(); ++g)
+    p.for_each_dependency(g, [&](const program::DepDesc& dep) {
       const program::TaskDesc& prod = p.tasks[dep.task];
       const std::uint32_t lo = dep.kind == static_cast<std::uint32_t>(program::DepKind::task) ? 0 : dep.tile_begin;
       const std::uint32_t hi = dep.kind == static_cast<std::uint32_t>(program::DepKind::task) ? prod.num_tiles : dep.tile_end;
-      for (std::uint32_t k = lo; k < hi; ++k)
+      for (std::uint32_t k = lo; k < hi && violation.empty(); ++k)
         if (run.tiles[prod.first_tile + k].executed > run.tiles[g].ready)
-          return fmt::format("tile {} (task '{}') was ready before producer tile {} of task '{}' executed", g,
-                             p.task_names[tile.task], k, p.task_names[dep.task]);
-    }
-  }
-  return {};
+          violation = fmt::format("tile {} (task '{}') was ready before producer tile {} of task '{}' executed", g,
+                                  p.task_names[p.tiles[g].task], k, p.task_names[dep.task]);
+    });
+  return violation;
 }
 
 } // namespace gridflow::testing

@@ -60,10 +60,12 @@ Graph row_ops(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
 }
 
 // Runs g in every mode; every run checked; all modes bit-identical.
-void every_mode(const Graph& g, std::uint32_t threads = 256) {
+void every_mode(const Graph& g, std::uint32_t threads = 256, const TilePolicy& tiles = {}) {
   std::vector<HostTensor> first;
   for (SyncMode mode : kAllSyncModes) {
-    Session s(g, gpu_options(mode, threads));
+    SessionOptions o = gpu_options(mode, threads);
+    o.tiles = tiles;
+    Session s(g, o);
     s.run();
     const CheckReport c = s.check();
     EXPECT_TRUE(c.passed) << to_string(mode) << " threads " << threads << ": " << c.summary() << "\n" << c.details();
@@ -86,6 +88,43 @@ TEST_F(GpuOps, VectorEdgeSizes) {
 }
 
 TEST_F(GpuOps, VectorTwoToThe26) { every_mode(vector_ops(std::int64_t{1} << 26, 26)); }
+
+// Streamed reads (bulk copies into the shared ring) and multi-chunk scan tiles: a view starting off a 16-byte
+// boundary (head elements), lengths that leave a partial last stage, chunk and tile, 3 chunks per tile; the
+// sentinel run reads every element polled instead, so "all modes bit-identical" also checks that a streamed fold
+// equals a register-loaded one.
+TEST_F(GpuOps, StreamedReadsAndMultiChunkScanTiles) {
+  for (std::uint32_t threads : {256u, 512u}) {
+    TilePolicy tiles;
+    tiles.waves = 1;
+    tiles.scan_chunks_per_tile = 3;
+    for (std::int64_t n : {std::int64_t{3} * 16 * threads * 132 * 2 + 12345, std::int64_t{5000001}}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + " n " + std::to_string(n));
+      Graph g("streamed");
+      g.add_buffer("x", DType::f32, {n + 3}, InitUniform{-1, 1, static_cast<std::uint64_t>(n)});
+      g.add_buffer("k", DType::i32, {n + 3}, InitUniform{-1000, 1000, static_cast<std::uint64_t>(n) + 1});
+      for (const char* fn : {"sum", "argmax"}) {
+        const ReduceFn f = *parse_reduce_fn(fn);
+        g.add_buffer(std::string("r_") + fn, f == ReduceFn::argmax ? DType::i32 : DType::f32, {1});
+        g.reduce(std::string("reduce_") + fn, ViewSpec::range("x", 3, n), std::string("r_") + fn, f);
+      }
+      for (const char* fn : {"sum", "max"})
+        for (bool ex : {false, true}) {
+          const std::string tag = std::string(fn) + (ex ? "_ex" : "_in");
+          g.add_buffer("s_" + tag, DType::f32, {n});
+          g.add_buffer("si_" + tag, DType::i32, {n});
+          g.scan("scan_" + tag, ViewSpec::range("x", 1, n), "s_" + tag, *parse_scan_fn(fn), ex);
+          g.scan("scani_" + tag, ViewSpec::range("k", 2, n), "si_" + tag, *parse_scan_fn(fn), ex);
+        }
+      g.add_buffer("m", DType::f32, {5, 65536 + 7}, InitUniform{-4, 4, 77});
+      g.add_buffer("sm", DType::f32, {5, 65536 + 7});
+      g.add_buffer("rr", DType::f32, {5});
+      g.softmax("softmax_long_rows", "m", "sm");
+      g.reduce("rowreduce_long_rows", "m", "rr", ReduceFn::sum, Axis::row);
+      every_mode(g, threads, tiles);
+    }
+  }
+}
 
 TEST_F(GpuOps, ZeroLength) {
   Graph g("zero");

@@ -147,6 +147,22 @@ TEST(CpuExecutor, LargeScanUsesThreeLookbackLevels) {
   run_everywhere(g, 4, tiny);
 }
 
+// Multi-chunk scan tiles (the GPU's reduce / look-back / chunked-scan tile) on the CPU: same contract, every mode.
+TEST(CpuExecutor, MultiChunkScanTiles) {
+  Graph g("chunked-scan");
+  g.add_buffer("v", DType::f32, {300001}, InitUniform{-1, 1, 8});
+  g.add_buffer("k", DType::i32, {300001}, InitUniform{-100, 100, 9});
+  g.add_buffer("s", DType::f32, {300001});
+  g.add_buffer("m", DType::i32, {300001});
+  g.scan("scan", "v", "s", ScanFn::sum);
+  g.scan("maxscan", "k", "m", ScanFn::max, true);
+  TilePolicy p;
+  p.scan_items_per_thread = 1; // 256-element chunks
+  p.waves = 1;
+  p.scan_chunks_per_tile = 3;  // 768-element tiles, a partial last one
+  run_everywhere(g, 4, p);
+}
+
 TEST(CpuExecutor, RowsShapes) {
   TilePolicy p;
   p.row_tile_elements = 5000;

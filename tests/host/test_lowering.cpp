@@ -54,6 +54,30 @@ TEST(Lowering, TilesScaleWithTheData) {
   for (const auto& t : p.tasks) EXPECT_EQ(t.tile_size % 1024, 0);
 }
 
+// scan_all tiles are whole chunks (threads x items): one chunk while the task is small, up to
+// scan_chunks_per_tile chunks once it has that many chunks per block and wave.
+TEST(Lowering, ScanTilesGrowByWholeChunks) {
+  Graph g("scans");
+  for (std::int64_t n : {std::int64_t{100000}, std::int64_t{3} << 22, std::int64_t{1} << 28}) {
+    const std::string name = std::to_string(n);
+    g.add_buffer("v" + name, DType::f32, {n}, InitUniform{});
+    g.add_buffer("c" + name, DType::f32, {n});
+    g.scan("scan" + name, "v" + name, "c" + name, ScanFn::sum);
+  }
+  LoweringOptions o;
+  o.grid_blocks = 264;
+  o.threads_per_block = 256;
+  const std::int64_t chunk = 256 * 16;
+  for (std::uint32_t most : {1u, 4u, 8u}) {
+    o.tiles.scan_chunks_per_tile = most;
+    const LoweredProgram p = lower(g, analyze(g), o);
+    EXPECT_EQ(p.tasks[0].tile_size, chunk) << most;                          // 25 chunks: one per tile
+    EXPECT_EQ(p.tasks[1].tile_size, chunk * std::min(3u, most)) << most;     // 3072 chunks over 1056 tiles
+    EXPECT_EQ(p.tasks[2].tile_size, chunk * most) << most;                   // 65536 chunks: the cap
+    for (const auto& t : p.tasks) EXPECT_EQ(t.num_tiles, (program::task_items(t) + t.tile_size - 1) / t.tile_size);
+  }
+}
+
 TEST(Lowering, EveryItemIsCoveredExactlyOnce) {
   const LoweredProgram p = lower_graph(chain_graph(), SyncMode::flags);
   for (const auto& t : p.tasks) {
@@ -314,6 +338,42 @@ TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
   for (std::size_t t = 1; t < p.tasks.size(); ++t)
     for (std::uint32_t k = 0; k < p.tasks[t].num_tiles; ++k)
       EXPECT_EQ(block_of[p.tasks[t].first_tile + k], block_of[p.tasks[t - 1].first_tile + k]);
+}
+
+// The static schedule drops the waits its own program order enforces: a row chain kept on one block waits for
+// nothing, keeps its dependencies as local ones (for analysis), and publishes no flags; the dynamic schedule of
+// the same graph waits per tile and publishes flags for every task but the last, which nobody awaits.
+TEST(Lowering, StaticScheduleDropsWaitsItsProgramOrderEnforces) {
+  Graph g("rowchain");
+  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{});
+  for (int i = 1; i <= 4; ++i) {
+    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
+    g.softmax("s" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
+  }
+  g.add_buffer("total", DType::f32, {1});
+  g.reduce("sum", "x4", "total", ReduceFn::sum);
+  const LoweredProgram st = lower_graph(g, SyncMode::flags, 16, Schedule::static_list);
+  const LoweredProgram dy = lower_graph(g, SyncMode::flags, 16, Schedule::dynamic);
+  ASSERT_EQ(st.tiles.size(), dy.tiles.size());
+  for (std::uint32_t t = 1; t < 4; ++t)
+    for (std::uint32_t k = 0; k < st.tasks[t].num_tiles; ++k) {
+      const std::uint32_t g_tile = st.tasks[t].first_tile + k;
+      EXPECT_EQ(st.tiles[g_tile].dep_count, 0u) << "task " << t << " tile " << k;
+      std::size_t local = 0, waited = 0;
+      st.for_each_dependency(g_tile, [&](const program::DepDesc&) { ++local; });
+      dy.for_each_dependency(g_tile, [&](const program::DepDesc&) { ++waited; });
+      EXPECT_EQ(local, 1u);
+      EXPECT_EQ(waited, 1u);
+      EXPECT_EQ(dy.tiles[g_tile].dep_count, 1u);
+    }
+  for (std::uint32_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(st.tasks[t].flags & (program::kSignalTiles | program::kSignalCounter), 0u) << t;
+    EXPECT_NE(dy.tasks[t].flags & program::kSignalTiles, 0u) << t;
+  }
+  // Each reduce tile waits for 4 rows of the last softmax (flags); nobody waits for the reduce.
+  EXPECT_NE(dy.tasks[3].flags & program::kSignalTiles, 0u);
+  EXPECT_EQ(st.tasks[4].flags & (program::kSignalTiles | program::kSignalCounter), 0u);
+  EXPECT_EQ(dy.tasks[4].flags & (program::kSignalTiles | program::kSignalCounter), 0u);
 }
 
 TEST(Lowering, DescribeListsTasks) {
