@@ -81,13 +81,13 @@ int main(int argc, char** argv) {
     h.add_buffer("y", DType::f32, {n});
     h.scan("scan", "x", "y", ScanFn::sum);
     // Chunks (register tiles) per scan tile: 1 is one look-back per chunk; more read each tile twice (the second
-    // time from L2) and pay one look-back per tile. The default policy is 4.
+    // time from L2) and pay one look-back per tile. The default policy is 8.
     for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}})
-      for (std::uint32_t chunks : {1u, 2u, 4u, 8u}) {
-        if (threads == 512 && chunks != 4) continue;
+      for (std::uint32_t chunks : {1u, 4u, 8u, 16u}) {
+        if (threads == 512 && chunks != 8) continue;
         TilePolicy tiles;
         tiles.scan_chunks_per_tile = chunks;
-        const Timed t = time_graph(h, threads, bps, reps, chunks >= 4, tiles);
+        const Timed t = time_graph(h, threads, bps, reps, chunks == 8, tiles);
         row("scan incl sum f32", vec, fmt::format("gridflow {}x{}/SM {}ch", threads, bps, chunks), t.ms, 8.0 * n,
             cub_scan, t.check);
       }
