@@ -126,6 +126,23 @@ TEST_F(GpuOps, StreamedReadsAndMultiChunkScanTiles) {
   }
 }
 
+// Streamed reads at sizes the sanitizers can afford (scripts/gpu-check.sh runs this under memcheck, racecheck and
+// synccheck): a misaligned view several ring stages long, and block-per-row softmax rows of ~10 stages. (Multi-chunk
+// scan tiles need about a million elements per grid of blocks: StreamedReadsAndMultiChunkScanTiles.)
+TEST_F(GpuOps, StreamedReadsSmall) {
+  const std::int64_t n = 3 * 4096 * 2 + 77;
+  Graph g("streamed-small");
+  g.add_buffer("x", DType::f32, {n + 1}, InitUniform{-1, 1, 42});
+  g.add_buffer("r", DType::f32, {1});
+  g.add_buffer("a", DType::i32, {1});
+  g.add_buffer("m", DType::f32, {2, 20000 + 3}, InitUniform{-4, 4, 43});
+  g.add_buffer("sm", DType::f32, {2, 20000 + 3});
+  g.reduce("reduce", ViewSpec::range("x", 1, n), "r", ReduceFn::sum);
+  g.reduce("argmax", ViewSpec::range("x", 1, n), "a", ReduceFn::argmax);
+  g.softmax("softmax", "m", "sm");
+  every_mode(g);
+}
+
 TEST_F(GpuOps, ZeroLength) {
   Graph g("zero");
   g.add_buffer("x", DType::f32, {4}, InitUniform{});
