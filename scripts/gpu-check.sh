@@ -5,7 +5,7 @@
 #   scripts/gpu-check.sh OUTDIR [STAGES]   STAGES: comma list of build,test,sanitize,examples,bench,ncu
 #                                          (default: build,test,sanitize,examples,bench; examples runs every example
 #                                          program: all sync modes, the baselines, the CUB equivalents; ncu profiles
-#                                          the megakernel on bench/graphs/*.json with Nsight Compute)
+#                                          the megakernel on bench/graphs/*.json and the softmax chain with Nsight Compute)
 #
 # Keeps to what the device tool brings back (at most 8 files): summary.txt stays beside results.tar.gz, which holds
 # every log, JSON and report.
@@ -83,7 +83,7 @@ if has ncu; then
   ncu_log="$out/ncu.log"
   : >"$ncu_log"
   sections="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
-  for g in bench/graphs/*.json; do
+  for g in bench/graphs/*.json examples/graphs/softmax_chain_16k.json; do # the last: what bounds a chain's tile body
     echo "==== $g" >>"$ncu_log"
     # shellcheck disable=SC2086
     timeout 240 ncu --kernel-name regex:megakernel --launch-count 1 $sections "$build/gridflow" run "$g" >>"$ncu_log" 2>&1
