@@ -115,9 +115,9 @@ template <class Op> constexpr ReduceFn aggregate_fn() {
 
 // A scan_all tile is `chunks` register tiles (THREADS * scan_items each). One chunk: single pass, the carry comes
 // from the look-back inside the block scan. Several: the tile's aggregate first (a streamed block reduce), then
-// the look-back, then the chunks scanned in order with a running carry; the second read hits the L2 (lowering
-// sizes the tiles so every block's tile fits), so the tile still moves each element once from and to HBM, and
-// pays one look-back per `chunks` register tiles.
+// the look-back, then the chunks scanned in order with a running carry. The second read is meant to hit the L2
+// (lowering caps the tile so every block's tile fits at once; hit rates not yet measured), and the tile pays one
+// look-back per `chunks` register tiles.
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_all(const TileContext<THREADS>& c, Op op, Load load, Store store) {
   constexpr long long kChunk = static_cast<long long>(THREADS) * scan_items(THREADS);
