@@ -159,7 +159,9 @@ void apply_softmax(const Task& t, const ResolvedView& iv, const ResolvedView& ov
 }
 
 // The counting ops (exact). An undecidable input element, or (select) a computed input within its error of the
-// threshold, leaves every output of the task undecidable: which elements land where could go either way.
+// threshold, leaves the task's whole output view (and select's count) undecidable: which elements land where, and
+// how many, could go either way, so even slots the reference leaves untouched may be written by an executor (GPU
+// random DAG n2000/seed6: an argmax near-tie upstream moved a scatter placement to such a slot).
 template <class T>
 void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& av, Inputs<T>& in,
                     const Inputs<std::int32_t>* offsets, RefBuffer& out, RefBuffer* count) {
@@ -173,12 +175,6 @@ void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& a
     } else if (t.op == OpKind::scatter) {
       ref::scatter(in.x, offsets->x, ov.elements(),
                    [&](std::int64_t pos, std::int64_t i) { out.set(ov.offset + pos, static_cast<double>(i), 0.0); });
-      // Another pick of an undecidable key lands elsewhere: any element of the view may hold an index or keep its
-      // contents (GPU random DAG n2000/seed6: an argmax near-tie upstream moved a placement to a slot the
-      // reference leaves untouched).
-      if (undecidable)
-        for (std::int64_t j = 0; j < ov.elements(); ++j) out.mark_undecidable(ov.offset + j);
-      return;
     }
   }
   if (t.op == OpKind::select) {
@@ -195,14 +191,10 @@ void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& a
         ++slot;
       }
     count->set(av.offset, static_cast<double>(n), 0.0);
-    if (undecidable) {
-      for (std::int64_t j = 0; j < n; ++j) out.mark_undecidable(ov.offset + j);
-      count->mark_undecidable(av.offset);
-    }
-    return;
   }
-  if (undecidable)
-    for (std::int64_t j = 0; j < ov.elements(); ++j) out.mark_undecidable(ov.offset + j);
+  if (!undecidable) return;
+  for (std::int64_t j = 0; j < ov.elements(); ++j) out.mark_undecidable(ov.offset + j);
+  if (count) count->mark_undecidable(av.offset);
 }
 
 // Applies task `t` reading `src` (view iv) and writing `dst` (view ov); src may alias dst (inputs are copied
