@@ -33,6 +33,14 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::Range(1u, 64u));
 }
 
+TilePolicy tile_policy(const SessionFlags& f) {
+  TilePolicy t;
+  t.reduce_min_tile = f.reduce_min_tile;
+  t.row_tile_elements = f.row_tile_elements;
+  t.scan_chunks_per_tile = f.scan_chunks;
+  return t;
+}
+
 SessionOptions session_options(const SessionFlags& f, const std::filesystem::path& graph_file) {
   SessionOptions o;
   if (f.backend == "auto") {
@@ -55,9 +63,7 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.threads_per_block = f.threads;
   o.blocks_per_sm = f.blocks_per_sm;
   o.per_tile_deps = !f.no_tile_deps;
-  o.tiles.reduce_min_tile = f.reduce_min_tile;
-  o.tiles.row_tile_elements = f.row_tile_elements;
-  o.tiles.scan_chunks_per_tile = f.scan_chunks;
+  o.tiles = tile_policy(f);
   o.base_dir = graph_file.has_parent_path() ? graph_file.parent_path() : std::filesystem::path(".");
   return o;
 }

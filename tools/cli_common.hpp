@@ -40,6 +40,9 @@ struct SessionFlags {
 
 void add_session_flags(CLI::App* cmd, SessionFlags& flags);
 
+// The tiling flags as a policy (sessions and `gridflow lower`).
+TilePolicy tile_policy(const SessionFlags& flags);
+
 // Resolves the flags for `graph_file`. backend "auto" picks the GPU when one is usable and built in, else the
 // CPU backend with a one-line notice on stderr.
 SessionOptions session_options(const SessionFlags& flags, const std::filesystem::path& graph_file);

@@ -66,9 +66,7 @@ void add_lower(CLI::App& app, Commands& commands) {
       lo.grid_blocks = *blocks;
       lo.threads_per_block = flags->threads;
       lo.per_tile_deps = !flags->no_tile_deps;
-      lo.tiles.reduce_min_tile = flags->reduce_min_tile;
-      lo.tiles.row_tile_elements = flags->row_tile_elements;
-      lo.tiles.scan_chunks_per_tile = flags->scan_chunks;
+      lo.tiles = tile_policy(*flags);
       fmt::print("{}", describe(lower(g, a, lo), *list));
       return kExitOk;
     };
