@@ -5,7 +5,9 @@
 #   scripts/gpu-check.sh OUTDIR [STAGES]   STAGES: comma list of build,test,sanitize,examples,bench,ncu
 #                                          (default: build,test,sanitize,examples,bench; examples runs every example
 #                                          program: all sync modes, the baselines, the CUB equivalents; ncu profiles
-#                                          the megakernel on bench/graphs/*.json and the softmax chain with Nsight Compute)
+#                                          the megakernel on bench/graphs/*.json and the softmax chain with Nsight Compute;
+#                                          hotspots samples the chain's stalls per SASS instruction and dumps the
+#                                          256-thread megakernel's SASS)
 #
 # Keeps to what the device tool brings back (at most 8 files): summary.txt stays beside results.tar.gz, which holds
 # every log, JSON and report.
@@ -30,6 +32,7 @@ if has build || [ ! -x "$build/tests/gridflow_device_tests" ]; then
   if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
      cmake --build "$build" --parallel "$(nproc)" >>"$out/build.log" 2>&1; then
     note "build" "ok ($(( $(date +%s) - t0 )) s)"
+    cp "$build/.ninja_log" "$out/ninja_log.txt" 2>/dev/null # per-target build times
   else
     note "build" "FAILED (see build.log)"; tail -30 "$out/build.log"; exit 1
   fi
@@ -89,6 +92,25 @@ if has ncu; then
     timeout 240 ncu --kernel-name regex:megakernel --launch-count 1 $sections "$build/gridflow" run "$g" >>"$ncu_log" 2>&1
     note "ncu $(basename "$g" .json)" "rc=$?"
   done
+fi
+
+if has hotspots; then
+  # Where the chain's one-row tile body spends its time: warp-stall samples per SASS instruction (flags, static
+  # schedule: no waits left on the chain's path), and the megakernel's SASS to read them against.
+  rep="$out/chain-hotspots"
+  timeout 300 ncu --kernel-name regex:megakernel --launch-skip 2 --launch-count 1 --import-source yes \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats -o "$rep" \
+    "$build/gridflow" run examples/graphs/softmax_chain_16k.json --mode flags --schedule static --repeat 2 --warmup 1 \
+    >"$out/hotspots.log" 2>&1
+  note "ncu hotspots" "rc=$?"
+  ncu -i "$rep.ncu-rep" --page details >>"$out/hotspots.log" 2>&1
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$out/hotspots-sass.csv" 2>&1
+  note "ncu source page (sass)" "rc=$? $(wc -l <"$out/hotspots-sass.csv") lines"
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda >"$out/hotspots-cuda.csv" 2>&1
+  rm -f "$rep.ncu-rep"
+  cuobjdump -sass "$build/gridflow" 2>/dev/null |
+    awk '/Function : /{p = ($0 ~ /megakernelILi256E/)} p' >"$out/sass-megakernel256.txt"
+  note "sass megakernel<256>" "$(grep -c '/\*[0-9a-f]\{4\}\*/' "$out/sass-megakernel256.txt") instructions"
 fi
 
 # Everything but the summary into one archive (the device tool returns at most 8 files).
