@@ -77,9 +77,12 @@ private:
 // budget spills the register tiles of the scan and softmax bodies.
 template <int THREADS> constexpr int min_blocks_per_sm() { return THREADS >= 512 ? 1 : 512 / THREADS; }
 
+// The parameters are __grid_constant__: the blocks keep references to them (GpuBlock, TileContext), and without it
+// taking their address copies them to every thread's local memory, putting a local load in front of every
+// descriptor access.
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
-    megakernel(program::ProgramView view, program::RunParams params) {
+    megakernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params) {
   __shared__ SharedStorage<THREADS> shared;
   kernels::init_stream_state(shared.stream);
   GpuBlock<THREADS> block(view, params, shared);
@@ -91,7 +94,8 @@ __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
 // tile of the task co-resident: the baseline refuses larger scan_all tasks.)
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
-    task_kernel(program::ProgramView view, program::RunParams params, std::uint32_t task) {
+    task_kernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params,
+                std::uint32_t task) {
   __shared__ SharedStorage<THREADS> shared;
   kernels::init_stream_state(shared.stream);
   execute_tile<THREADS>(view, params, shared, view.tasks[task].first_tile + blockIdx.x);

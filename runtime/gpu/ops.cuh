@@ -22,6 +22,7 @@ template <int THREADS> struct SharedStorage {
     kernels::SoftmaxStorage<THREADS> softmax;
     kernels::CountingStorage counting;
   };
+  program::TaskDesc task;      // the running tile's task descriptor (execute_tile copies it in with one load)
   kernels::StreamState stream; // the bulk-copy ring's barriers (the ring itself is in the union), set at launch
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
   std::uint32_t turn;
@@ -173,10 +174,8 @@ __device__ void softmax_rows(const TileContext<THREADS>& c, Load load, Store sto
   const bool log = c.task.flags & program::kLogSoftmax;
   const float* in = c.template in<float>();
   float* out = c.template out<float>();
-  if (cols <= kernels::kWarpRowMaxCols) {
-    const long long warp = threadIdx.x / 32, warps = THREADS / 32;
-    for (long long row = rows.begin + warp; row < rows.end; row += warps)
-      kernels::warp_softmax_row(in + row * cols, out + row * cols, cols, log, load, store);
+  if (cols <= kernels::kShortRowMaxCols) {
+    kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s.softmax);
   } else {
     const kernels::BlockStream<THREADS> stream = c.softmax_stream();
     for (long long row = rows.begin; row < rows.end; ++row)

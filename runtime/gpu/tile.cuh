@@ -11,7 +11,16 @@ template <int THREADS>
 __device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
                              std::uint32_t tile) {
   const program::TileDesc t = v.tiles[tile];
-  const program::TaskDesc& task = v.tasks[t.task];
+  // The task descriptor to shared memory, one word per lane of warp 0 (one coalesced load instead of a chain of
+  // dependent field loads); the barrier below publishes it. The previous tile's readers are past the barrier that
+  // ends execute_tile.
+  static_assert(sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
+  if (threadIdx.x < 32)
+    reinterpret_cast<std::uint32_t*>(&s.task)[threadIdx.x] =
+        reinterpret_cast<const std::uint32_t*>(&v.tasks[t.task])[threadIdx.x];
+  if (threadIdx.x == 0) s.abort = 0;
+  __syncthreads();
+  const program::TaskDesc& task = s.task;
   const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
   // scan_all tiles are whole register tiles (chunks); select tiles exactly one.
   const long long chunk = static_cast<long long>(THREADS) * scan_items(THREADS);
@@ -30,8 +39,6 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
     if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : bad_bins ? 4 : 2);
     return false;
   }
-  if (threadIdx.x == 0) s.abort = 0;
-  __syncthreads();
   const TileContext<THREADS> c{v, r, s, task, t.index,
                                TileSite{program::detail::wait_site(v, r, blockIdx.x, tile), t.task, &s.abort}};
   const bool poll = task.flags & program::kPollInputs;

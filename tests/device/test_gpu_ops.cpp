@@ -143,6 +143,46 @@ TEST_F(GpuOps, StreamedReadsSmall) {
   every_mode(g);
 }
 
+// Short softmax rows spread over groups of warps (kernels::short_row_shape): tiles of exactly `rows_per_tile` rows
+// (the last one partial) so every group width and quad count is taken, odd column counts (scalar tails), a view
+// starting off a 16-byte boundary (scalar loads) and an aligned one (16-byte loads and stores).
+TEST_F(GpuOps, ShortSoftmaxRowsAcrossWarps) {
+  struct Shape {
+    std::int64_t rows_per_tile, cols;
+  };
+  for (const Shape sh : {Shape{1, 1024}, Shape{1, 1000}, Shape{2, 1023}, Shape{3, 129}, Shape{5, 513}, Shape{8, 64},
+                         Shape{1, 5}}) {
+    for (const std::int64_t offset : {0, 1}) {
+      SCOPED_TRACE("rows per tile " + std::to_string(sh.rows_per_tile) + " cols " + std::to_string(sh.cols) +
+                   " offset " + std::to_string(offset));
+      const std::int64_t rows = 2048 * sh.rows_per_tile + 5; // enough rows that no grid up to 2048 blocks splits finer
+      TilePolicy tiles;
+      tiles.waves = 1;
+      tiles.row_tile_elements = sh.rows_per_tile * sh.cols;
+      Graph g("short-softmax");
+      g.add_buffer("m", DType::f32, {rows * sh.cols + offset}, InitUniform{-6, 6, static_cast<std::uint64_t>(sh.cols)});
+      g.add_buffer("sm", DType::f32, {rows, sh.cols});
+      g.add_buffer("lsm", DType::f32, {rows, sh.cols});
+      g.softmax("softmax", ViewSpec::block("m", offset, rows, sh.cols), "sm");
+      g.softmax("logsoftmax", ViewSpec::block("m", offset, rows, sh.cols), "lsm", true);
+      every_mode(g, 256, tiles);
+    }
+  }
+}
+
+// The same at a size the sanitizers can afford (racecheck covers the groups' shared partials): one-row tiles,
+// groups of 8 and of 2 warps.
+TEST_F(GpuOps, ShortSoftmaxRowsSmall) {
+  for (const std::int64_t cols : {1000, 129}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    Graph g("short-softmax-small");
+    g.add_buffer("m", DType::f32, {40 * cols + 1}, InitUniform{-6, 6, 3});
+    g.add_buffer("sm", DType::f32, {40, cols});
+    g.softmax("softmax", ViewSpec::block("m", 1, 40, cols), "sm");
+    every_mode(g);
+  }
+}
+
 TEST_F(GpuOps, ZeroLength) {
   Graph g("zero");
   g.add_buffer("x", DType::f32, {4}, InitUniform{});
