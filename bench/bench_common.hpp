@@ -54,18 +54,21 @@ inline double median_run_ms(Session& s, int reps, bool trace = false) {
 struct Args {
   std::string json_path;
   bool quick = false;
+  std::string only; // --only NAME: run only the sections whose name contains NAME (benchmarks with sections)
   static Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
       if (!std::strcmp(argv[i], "--json") && i + 1 < argc) a.json_path = argv[++i];
       else if (!std::strcmp(argv[i], "--quick")) a.quick = true;
+      else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) a.only = argv[++i];
       else {
-        std::fprintf(stderr, "usage: %s [--json FILE] [--quick]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only SECTION]\n", argv[0]);
         std::exit(2);
       }
     }
     return a;
   }
+  bool runs(const std::string& section) const { return only.empty() || section.find(only) != std::string::npos; }
 };
 
 // Rows of results, written as {"benchmark", "date", "gpu", "rows": [...]}.

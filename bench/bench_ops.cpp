@@ -40,6 +40,7 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
 
 } // namespace
 
+// Sections (--only): reduce, scan, rowreduce, select, histogram, softmax.
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
   const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_ops");
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   const std::string vec = fmt::format("2^{}", n == (1LL << 28) ? 28 : 26);
 
   // Reduce and scan of n floats.
-  {
+  if (args.runs("reduce scan")) {
     float* in = device_uniform(n, 1);
     float* out = device_floats(n);
     const double cub_reduce = stat_of(time_cub_reduce_sum(in, out, n, 3, reps)).median;
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
       }
   }
   // Row reduce vs segmented reduce.
-  {
+  if (args.runs("rowreduce")) {
     const long long cols = 1024, rows = n / cols;
     float* in = device_uniform(n, 3);
     float* out = device_floats(rows);
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
     row("row reduce sum f32", shape, "gridflow 256x2/SM", t.ms, 4.0 * n + 4.0 * rows, cub_seg, t.check);
   }
   // Stream compaction of 10^8 floats (about half kept) vs cub::DeviceSelect::If; bytes: read n, write the kept.
-  {
+  if (args.runs("select")) {
     const long long m = args.quick ? 10'000'000LL : 100'000'000LL;
     const float threshold = 0.0f;
     float* in = device_uniform(m, 5);
@@ -131,7 +132,7 @@ int main(int argc, char** argv) {
     row("select x > 0 f32", shape, "gridflow 256x2/SM", t.ms, bytes, cub_ms, t.check);
   }
   // Histogram of 2^28 keys into 64 bins (MoE routing counts) vs cub::DeviceHistogram::HistogramEven.
-  {
+  if (args.runs("histogram")) {
     const int bins = 64;
     int* keys = device_keys(n, bins, 6);
     int* counts = nullptr;
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
   }
   // Softmax rows (no CUB equivalent: torch in bench/torch_baselines.py).
   for (long long cols : {1024LL, 4096LL, 32768LL}) {
+    if (!args.runs("softmax")) break;
     const long long rows = n / cols;
     Graph g("softmax");
     g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-4, 4, 4});
