@@ -60,6 +60,9 @@ template <class Store> __device__ __forceinline__ void store_softmax(Store store
 // 16-byte load (store) when the Load (Store) is vectorizable, the row 16-byte aligned and every quad whole, else four
 // scalar accesses of the same elements, so ownership and fold order depend only on (rows in the tile, n, THREADS):
 // a polled (sentinel) run folds bit-identically to a plain one. One read and one write per element.
+// Known cost (H200 run 17): inside the megakernel's op dispatch ptxas moves the Q = 8 body's 32 values through local
+// memory, so many-row 1024-column tiles run at 2.30 TB/s against 2.59 for the previous scalar warp-per-row body;
+// commit 86d6117 holds the unmeasured fix (docs/PERFORMANCE.md).
 struct ShortRowShape {
   int group_warps; // G
   int quads;       // Q: 1 or 8; Q = 8 only with G = 1
