@@ -58,7 +58,7 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
 
   // Per-block sums.
   std::vector<double> work(r.blocks), wait(r.blocks), disp(r.blocks), bar(r.blocks);
-  std::vector<double> dep_waits, dispatches, barrier_waits;
+  std::vector<double> dep_waits, dispatches, barrier_waits, claims, bodies, signals;
   a.tasks.resize(p.tasks.size());
   for (std::size_t t = 0; t < p.tasks.size(); ++t) {
     a.tasks[t].name = p.task_names[t];
@@ -67,12 +67,15 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
   std::vector<std::uint64_t> first_ready(p.tasks.size(), std::numeric_limits<std::uint64_t>::max()), last_exec(p.tasks.size(), 0);
   for (std::size_t g = 0; g < r.tiles.size(); ++g) {
     const program::TileTrace& t = r.tiles[g];
-    const double w = span(t.ready, t.executed), q = span(t.claimed, t.ready),
-                 d = span(t.claim_begin, t.claimed) + span(t.executed, t.signalled);
+    const double w = span(t.ready, t.executed), q = span(t.claimed, t.ready), c = span(t.claim_begin, t.claimed),
+                 sig = span(t.executed, t.signalled), d = c + sig;
     work[t.block] += w;
     wait[t.block] += q;
     disp[t.block] += d;
     dispatches.push_back(d);
+    claims.push_back(c);
+    bodies.push_back(w);
+    signals.push_back(sig);
     if (p.tiles[g].dep_count > 0) dep_waits.push_back(q);
     TaskProfile& tp = a.tasks[p.tiles[g].task];
     tp.work_ns += w;
@@ -106,6 +109,9 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
   a.dependency_wait = event_stats(std::move(dep_waits));
   a.barrier_wait = event_stats(std::move(barrier_waits));
   a.dispatch = event_stats(std::move(dispatches));
+  a.claim = event_stats(std::move(claims));
+  a.body = event_stats(std::move(bodies));
+  a.signal = event_stats(std::move(signals));
 
   // Critical path: tile by tile in global (topological) order, each tile starting when the tiles it waited for
   // finished (its dependency entries; in level modes, and for sentinel-polled inputs, which have none, every tile of

@@ -50,6 +50,9 @@ struct TraceAnalysis {
   EventStats dependency_wait; // per tile that had dependencies: claimed -> ready
   EventStats barrier_wait;    // per block per barrier: arrive -> leave
   EventStats dispatch;        // per tile: claim + signal
+  EventStats claim;           // per tile: claim_begin -> claimed (the claim and its descriptor check)
+  EventStats body;            // per tile: ready -> executed (in sentinel mode this includes polling the inputs)
+  EventStats signal;          // per tile: executed -> signalled (0 for a tile nobody awaits)
   std::vector<TaskProfile> tasks;
 };
 

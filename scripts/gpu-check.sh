@@ -4,9 +4,9 @@
 #
 #   scripts/gpu-check.sh OUTDIR [STAGES]   STAGES: comma list of build,test,sanitize,examples,bench,chain,ncu,hotspots
 #                                          (default: build,test,sanitize,examples,bench; examples runs every example
-#                                          program: all sync modes, the baselines, the CUB equivalents; chain traces
-#                                          the softmax chain in every configuration and prints per-tile phase
-#                                          medians; ncu profiles
+#                                          program: all sync modes, the baselines, the CUB equivalents; chain profiles
+#                                          the softmax chain in every configuration with per-tile phase medians;
+#                                          ncu profiles
 #                                          the megakernel on bench/graphs/*.json and the softmax chain with Nsight Compute;
 #                                          hotspots samples the chain's stalls per SASS instruction and counts the
 #                                          256-thread megakernel's SASS)
@@ -97,14 +97,13 @@ if has ncu; then
 fi
 
 if has chain; then
-  # The softmax chain in every configuration, traced: what each tile phase costs (scripts/tile_phases.py).
+  # The softmax chain in every configuration, traced: what each tile phase costs (the profile's per-tile medians).
   prof="$out/prof-softmax-chain"
   timeout 180 "$build/gridflow" profile examples/graphs/softmax_chain_16k.json --out "$prof" --no-baselines \
     >"$out/profile-softmax-chain.log" 2>&1
   note "profile softmax chain" "rc=$?"
-  python3 scripts/tile_phases.py "$prof" >"$out/chain-tile-phases.txt" 2>&1
-  rm -f "$prof"/timeline-*.svg
-  cat "$out/chain-tile-phases.txt"
+  rm -f "$prof"/timeline-*.svg "$prof"/trace-*.json
+  cat "$out/profile-softmax-chain.log"
 fi
 
 if has hotspots; then

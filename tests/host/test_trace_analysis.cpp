@@ -92,6 +92,11 @@ TEST(TraceAnalysis, BreakdownOfAKnownTrace) {
   EXPECT_DOUBLE_EQ(a.critical_path_ns, 300); // a (100) then b (200)
   EXPECT_EQ(a.dependency_wait.count, 1u);
   EXPECT_DOUBLE_EQ(a.dependency_wait.median_ns, 105);
+  EXPECT_EQ(a.claim.count, 2u); // per-tile phases: claims 10 and 20, bodies 100 and 200, signals 10 and 5
+  EXPECT_DOUBLE_EQ(a.claim.median_ns, 15);
+  EXPECT_DOUBLE_EQ(a.body.median_ns, 150);
+  EXPECT_DOUBLE_EQ(a.body.max_ns, 200);
+  EXPECT_DOUBLE_EQ(a.signal.median_ns, 7.5);
   ASSERT_EQ(a.tasks.size(), 2u);
   EXPECT_EQ(a.tasks[1].name, "b");
   EXPECT_DOUBLE_EQ(a.tasks[1].wait_ns, 105);
@@ -169,6 +174,9 @@ TEST(Report, JsonHasTheBreakdownAndCsvOneRowPerEntry) {
   const auto& b = j["entries"][0]["breakdown"];
   for (const char* k : {"work", "wait", "barrier", "dispatch", "idle"}) ASSERT_TRUE(b.contains(k)) << k;
   EXPECT_NEAR(b["work"]["us"].get<double>(), 0.3, 1e-12);
+  const auto& an = j["entries"][0]["analysis"];
+  EXPECT_NEAR(an["body"]["median_us"].get<double>(), 0.15, 1e-12);
+  for (const char* k : {"dependency_wait", "barrier_wait", "dispatch", "claim", "signal"}) ASSERT_TRUE(an["sync"].contains(k)) << k;
   EXPECT_FALSE(j["entries"][1].contains("breakdown"));
   const std::string csv = profile_csv({e, base});
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
