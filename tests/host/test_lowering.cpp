@@ -40,6 +40,17 @@ Graph chain_graph() {
   return g;
 }
 
+// `ops` softmaxes in a row chain over 16 x 1024 floats: x0 -> s1 -> x1 -> ... -> x<ops>.
+Graph softmax_row_chain(int ops) {
+  Graph g("rowchain");
+  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{});
+  for (int i = 1; i <= ops; ++i) {
+    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
+    g.softmax("s" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
+  }
+  return g;
+}
+
 TEST(Lowering, TilesScaleWithTheData) {
   Graph g("sizes");
   g.add_buffer("small", DType::f32, {16384}, InitUniform{});
@@ -324,12 +335,7 @@ TEST(Lowering, StaticScheduleCoversEveryTileInIncreasingOrder) {
 }
 
 TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
-  Graph g("rowchain");
-  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{});
-  for (int i = 1; i <= 8; ++i) {
-    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
-    g.softmax("s" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
-  }
+  const Graph g = softmax_row_chain(8);
   const LoweredProgram p = lower_graph(g, SyncMode::flags, 16, Schedule::static_list);
   std::vector<std::uint32_t> block_of(p.tiles.size());
   for (std::uint32_t b = 0; b < 16; ++b)
@@ -344,12 +350,7 @@ TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
 // nothing, keeps its dependencies as local ones (for analysis), and publishes no flags; the dynamic schedule of
 // the same graph waits per tile and publishes flags for every task but the last, which nobody awaits.
 TEST(Lowering, StaticScheduleDropsWaitsItsProgramOrderEnforces) {
-  Graph g("rowchain");
-  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{});
-  for (int i = 1; i <= 4; ++i) {
-    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
-    g.softmax("s" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
-  }
+  Graph g = softmax_row_chain(4);
   g.add_buffer("total", DType::f32, {1});
   g.reduce("sum", "x4", "total", ReduceFn::sum);
   const LoweredProgram st = lower_graph(g, SyncMode::flags, 16, Schedule::static_list);
