@@ -75,6 +75,12 @@ int main(int argc, char** argv) {
               Session w(g, whole);
               w.run();
               print("gridflow flags dynamic 2/SM task-deps", median_run_ms(w, reps), w.program().tiles.size());
+              // Claim-ahead on (off by default): each claim's ticket round trip overlaps the previous tile.
+              SessionOptions ahead = o;
+              ahead.exec.claim_ahead = true;
+              Session ca(g, ahead);
+              ca.run();
+              print("gridflow flags dynamic 2/SM claim-ahead", median_run_ms(ca, reps), ca.program().tiles.size());
               // Tiles per task: smaller row tiles give per-tile dependencies independent row chains to overlap.
               for (std::int64_t tile_elements : {4096LL, 1024LL}) {
                 SessionOptions t = o;

@@ -40,6 +40,8 @@ public:
   void sync() {}
   std::uint32_t share(std::uint32_t v) { return v; }
   std::uint32_t smid() const { return index_; }
+  void prefetch(const void*) {}
+  void stage(std::uint32_t) {}
   bool execute(std::uint32_t tile) { return cpu::execute_tile(v_, r_, index_, tile); }
   void fill_sentinels() { cpu::fill_sentinels(v_, index_, v_.grid_blocks); }
   bool level_barrier(std::uint64_t generation) {
@@ -116,6 +118,7 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   r.barrier_trace = options.trace ? result.barriers.data() : nullptr;
   r.barriers_in_run = result.barriers_per_block;
   r.fault_skip_signal_tile = options.fault_skip_signal_tile;
+  r.claim_ahead = options.claim_ahead ? 1u : 0u;
 
   const auto start = std::chrono::steady_clock::now();
   if (p.mode == SyncMode::sentinel && !kernel_fill) cpu::fill_sentinels(v, 0, 1);

@@ -8,7 +8,11 @@
 //   void sync();                      // block-wide barrier (CPU: no-op)
 //   std::uint32_t share(std::uint32_t v);  // the leader's v, to every thread (includes a sync)
 //   std::uint32_t smid();
-//   bool execute(std::uint32_t tile); // run the tile's body with every thread; false: the run was aborted
+//   void prefetch(const void* p);     // a hint: bring the line of p closer (GPU: into L1); may do nothing
+//   void stage(std::uint32_t tile);   // start loading the tile's descriptors for execute (no barrier; the next
+//                                     // sync/share publishes them)
+//   bool execute(std::uint32_t tile); // run the staged tile's body with every thread; false: the run was aborted.
+//                                     // Returns true after a block barrier that follows every thread's stores.
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
 //   bool level_barrier(std::uint64_t generation); // grid-wide barrier (cg grid.sync or gridflow's); false: aborted
 // Every thread of a block calls every function in the same order (uniform control flow), so block barriers
@@ -63,27 +67,63 @@ GRIDFLOW_HOST_DEVICE void raise_bad_descriptor(const ProgramView& v, std::uint32
   protocol::raise_error(reinterpret_cast<ControlBlock*>(v.state), e);
 }
 
-// Claim cursor: dynamic tickets or the block's static list.
+// Claim cursor. Static: position in the block's list (every thread keeps its own copy). Dynamic: the ticket taken
+// ahead (leader only).
 struct Cursor {
   std::uint32_t next = 0; // static: position in the block's list
   std::uint32_t end = 0;
+  std::uint64_t ahead = 0; // dynamic: a ticket already taken for the next claim
+  bool has_ahead = false;
 };
 
-// Leader only. Next tile in [first, last) of the global order, or kNoTile.
-// Dynamic: ticket counter `slot`; one run hands out exactly (last - first) + grid_blocks tickets on it (each block
-// stops at its first failed claim), so this run's tickets start at (epoch - 1) * that.
+// Every thread. Next entry of the block's static list below `last`, or kNoTile: every thread reads the same entry
+// (no broadcast barrier). A static list is known ahead, so the leader also warms what the next claims read, and
+// neither descriptor_ok nor stage() waits on L2: the tile descriptor two entries ahead, and the task descriptor one
+// ahead (whose tile descriptor the previous claim warmed). Bounds-checked: a bad entry is reported when claimed.
+template <class Block> GRIDFLOW_HOST_DEVICE std::uint32_t claim_static(Block& blk, Cursor& cursor, std::uint32_t last) {
+  const ProgramView& v = blk.view();
+  if (cursor.next >= cursor.end || v.block_tiles[cursor.next] >= last) return kNoTile;
+  const std::uint32_t tile = v.block_tiles[cursor.next++];
+  if (blk.is_leader()) {
+    if (cursor.next + 1 < cursor.end && v.block_tiles[cursor.next + 1] < v.num_tiles)
+      blk.prefetch(&v.tiles[v.block_tiles[cursor.next + 1]]);
+    if (cursor.next < cursor.end && v.block_tiles[cursor.next] < v.num_tiles) {
+      const std::uint32_t task = v.tiles[v.block_tiles[cursor.next]].task;
+      if (task < v.num_tasks) blk.prefetch(&v.tasks[task]);
+    }
+  }
+  return tile;
+}
+
+// Leader only. Next tile in [first, last) of the global order from ticket counter `slot`, or kNoTile. A block stops
+// at its first failed claim, so one run hands out exactly (last - first) + grid_blocks tickets on a slot and this
+// run's tickets start at (epoch - 1) * that. With claim_ahead a successful claim also takes the block's next ticket,
+// whose round trip then overlaps this tile; the count is unchanged (the taken-ahead ticket is the next claim's, a
+// tile or the block's one failure). Deadlock-free still: a block holds a ticket ahead only while it runs a smaller
+// one, so the smallest unfinished claimed tile is always the one its block is running, and its inputs are done.
+template <class Block>
+GRIDFLOW_HOST_DEVICE std::uint32_t claim_dynamic(Block& blk, Cursor& cursor, std::uint32_t slot, std::uint32_t first,
+                                                 std::uint32_t last) {
+  const ProgramView& v = blk.view();
+  const Arena arena{v.state, v.layout};
+  const std::uint64_t taken = cursor.has_ahead ? cursor.ahead : protocol::claim_ticket(arena.claim_head(slot));
+  cursor.has_ahead = false;
+  const std::uint64_t per_run = std::uint64_t{last - first} + v.grid_blocks;
+  const std::uint64_t ticket = taken - (blk.params().epoch - 1) * per_run;
+  if (ticket >= last - first) return kNoTile;
+  if (blk.params().claim_ahead) {
+    cursor.ahead = protocol::claim_ticket(arena.claim_head(slot));
+    cursor.has_ahead = true;
+  }
+  return first + static_cast<std::uint32_t>(ticket);
+}
+
+// Every thread: the block's next tile in [first, last) (slot: the dynamic ticket counter), or kNoTile.
 template <class Block>
 GRIDFLOW_HOST_DEVICE std::uint32_t claim(Block& blk, Cursor& cursor, std::uint32_t slot, std::uint32_t first,
                                          std::uint32_t last) {
-  const ProgramView& v = blk.view();
-  if (v.block_begin != nullptr) {
-    if (cursor.next < cursor.end && v.block_tiles[cursor.next] < last) return v.block_tiles[cursor.next++];
-    return kNoTile;
-  }
-  const Arena arena{v.state, v.layout};
-  const std::uint64_t per_run = std::uint64_t{last - first} + v.grid_blocks;
-  const std::uint64_t ticket = protocol::claim_ticket(arena.claim_head(slot)) - (blk.params().epoch - 1) * per_run;
-  return ticket < last - first ? first + static_cast<std::uint32_t>(ticket) : kNoTile;
+  if (blk.view().block_begin != nullptr) return claim_static(blk, cursor, last);
+  return blk.share(blk.is_leader() ? claim_dynamic(blk, cursor, slot, first, last) : 0u);
 }
 
 // Leader only. Wait for every dependency of `tile`; false when the run was aborted.
@@ -125,12 +165,6 @@ template <class Block> GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::ui
   if (task.flags & kSignalCounter) protocol::signal_counter(arena.task_done(v.tiles[tile].task));
 }
 
-// Whether any consumer waits for `tile` through its flag or its task's counter (uniform: every thread reads the
-// same descriptor).
-GRIDFLOW_HOST_DEVICE bool tile_is_awaited(const ProgramView& v, std::uint32_t tile) {
-  return (v.tasks[v.tiles[tile].task].flags & (kSignalTiles | kSignalCounter)) != 0;
-}
-
 // Uniform across the block (every thread evaluates the same descriptor); the leader records the error.
 template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, std::uint32_t tile) {
   const ProgramView& v = blk.view();
@@ -150,21 +184,23 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, std::uint32_t tile, std::uint64_t
     trace->claim_begin = claim_begin;
     trace->claimed = protocol::now_ns();
   }
-  // Step 2: wait for the tile's inputs (leader polls, then the block barrier inside share() releases all).
+  // Stage the descriptors before waiting, so their loads overlap the wait instead of following it.
+  blk.stage(tile);
+  // Step 2: wait for the tile's inputs (leader polls, then the block barrier inside share() releases all and
+  // publishes the staged descriptors).
   if (wait && blk.view().tiles[tile].dep_count > 0) {
     const std::uint32_t ok = blk.share(blk.is_leader() ? (wait_dependencies(blk, tile) ? 1u : 0u) : 0u);
     if (!ok) return false;
+  } else {
+    blk.sync();
   }
   if (trace) trace->ready = protocol::now_ns();
   // Step 3: execute the body with every thread.
   if (!blk.execute(tile)) return false;
   if (trace) trace->executed = protocol::now_ns();
-  // Step 4: signal: the block barrier orders every thread's stores before the leader's release. Tiles nobody
-  // waits for through a flag or counter skip it (the next claim's block barrier orders them for this block).
-  if (signal && tile_is_awaited(blk.view(), tile)) {
-    blk.sync();
-    if (blk.is_leader()) signal_tile(blk, tile);
-  }
+  // Step 4: signal: execute's closing block barrier ordered every thread's stores before the leader's release.
+  // (signal_tile publishes only what some consumer waits for: the tile's flag, its task's counter.)
+  if (signal && blk.is_leader()) signal_tile(blk, tile);
   if (trace) {
     trace->signalled = protocol::now_ns();
     protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);
@@ -217,8 +253,8 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
       while (alive) {
         const std::uint64_t t0 = protocol::now_ns();
         // Step 1: claim within the level.
-        const std::uint32_t tile = blk.share(
-            blk.is_leader() ? detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]) : 0u);
+        const std::uint32_t tile =
+            detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
         if (tile == kNoTile) break;
         alive = detail::descriptor_ok(blk, tile) && detail::run_tile(blk, tile, t0, false, false);
       }
@@ -236,8 +272,7 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
   for (;;) {
     const std::uint64_t t0 = protocol::now_ns();
     // Step 1: claim the next tile (topological order).
-    const std::uint32_t tile =
-        blk.share(blk.is_leader() ? detail::claim(blk, cursor, 0, 0, v.num_tiles) : 0u);
+    const std::uint32_t tile = detail::claim(blk, cursor, 0, 0, v.num_tiles);
     if (tile == kNoTile) return;
     if (!detail::descriptor_ok(blk, tile) || !detail::run_tile(blk, tile, t0, true, true)) return;
   }

@@ -72,7 +72,7 @@ std::string Session::describe() const {
   return fmt::format("{} | {}", executor_->describe(), gridflow::describe(options_));
 }
 
-RunResult Session::run() {
+RunResult Session::run(const ExecOptions& exec) {
   for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->upload(b, initial_[b]);
   // Poison every task output, so an element the run never wrote cannot pass the check.
   for (std::size_t i = 0; i < graph_.tasks().size(); ++i) {
@@ -80,7 +80,7 @@ RunResult Session::run() {
     if (std::holds_alternative<std::monostate>(graph_.buffers()[b].init))
       executor_->fill_bits(b, poison_bits(graph_.buffers()[b].dtype));
   }
-  RunResult r = executor_->run(options_.exec);
+  RunResult r = executor_->run(exec);
   results_.resize(initial_.size());
   for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->download(b, results_[b]);
   return r;

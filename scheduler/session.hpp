@@ -58,7 +58,9 @@ public:
   const std::vector<HostTensor>& initial() const { return initial_; }
 
   // Uploads the initial data (every output poisoned), runs once, downloads every buffer into results().
-  RunResult run();
+  RunResult run() { return run(options_.exec); }
+  // The same with other execution options for this run only (same executor and state arena).
+  RunResult run(const ExecOptions& exec);
   // Runs `warmup + repeat` more times over whatever the buffers hold (timing only; results() is not refreshed)
   // and returns the `repeat` timed runs.
   std::vector<RunResult> time(int warmup, int repeat, bool trace = false);

@@ -13,7 +13,8 @@
 
 namespace gridflow::kernels {
 
-inline constexpr long long kShortRowMaxCols = 1024; // longest row held in registers (8 quads per lane of one warp)
+inline constexpr int kWarpRowValues = 32;          // values per lane held in registers by the warp-per-row path
+inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues; // longest row held in registers
 
 // Online softmax state: the running max and the sum of exp(x - max).
 struct MaxSum {
@@ -51,130 +52,136 @@ template <class Store> __device__ __forceinline__ void store_softmax(Store store
   store(y, log ? (x - r.m) - r.log_s : __expf(x - r.m) * r.inv_s);
 }
 
-// Short rows (n <= kShortRowMaxCols), held in registers, Q float4 quads per thread. Two shapes:
-//   * a warp per row, Q = 8 (Q = 1 when n <= 128): when the tile has a row for every warp (or rows are that short);
-//   * a group of G warps per row, Q = 1, G the smallest power of two with 128 G >= n: when the tile has fewer rows
-//     than the block has warps, so a one-row tile spreads its row over the block instead of leaving 7 of 8 warps
-//     idle behind one warp's 32 serial values.
-// Thread r of a group (r in [0, 32G)) owns quads r + 32G*k, k < Q: elements 4(r + 32Gk) + j. Each quad is one
-// 16-byte load (store) when the Load (Store) is vectorizable, the row 16-byte aligned and every quad whole, else four
-// scalar accesses of the same elements, so ownership and fold order depend only on (rows in the tile, n, THREADS):
-// a polled (sentinel) run folds bit-identically to a plain one. One read and one write per element.
-// Known cost (H200 run 17): inside the megakernel's op dispatch ptxas moves the Q = 8 body's 32 values through local
-// memory, so many-row 1024-column tiles run at 2.30 TB/s against 2.59 for the previous scalar warp-per-row body;
-// commit 86d6117 holds the unmeasured fix (docs/PERFORMANCE.md).
-struct ShortRowShape {
-  int group_warps; // G
-  int quads;       // Q: 1 or 8; Q = 8 only with G = 1
-};
-
-__host__ __device__ constexpr ShortRowShape short_row_shape(long long rows, long long n, int warps) {
-  const long long need = (n + 127) / 128; // warps that hold the row at one quad per thread
-  if (rows < warps && need > 1 && need <= warps) {
-    int g = 2;
-    while (g < need) g *= 2;
-    return {g, 1};
-  }
-  return {1, n <= 128 ? 1 : 8};
+// Short rows (n <= kShortRowMaxCols) are held in registers, one read and one write per element, in one of two
+// shapes:
+//   * a warp per row (warp_softmax_row), when the tile has a row for every warp or rows of at most 128 elements;
+//   * a group of G warps per row (group_softmax_rows), G the smallest power of two with 128 G >= n, when the tile
+//     has fewer rows than the block has warps: a one-row tile spreads its row over the block instead of leaving
+//     7 of 8 warps idle behind one warp's 32 serial values (the softmax chain's tile body: 5.2 -> 3.0 us, H200).
+// The shape depends only on (rows in the tile, n, warps), never on the access policies, so a polled (sentinel) run
+// folds bit-identically to a plain one.
+__host__ __device__ constexpr int short_row_group_warps(long long rows, long long n, int warps) {
+  const long long need = (n + 127) / 128; // warps that hold the row at one float4 quad per thread
+  if (rows >= warps || need <= 1 || need > warps) return 1;
+  int g = 2;
+  while (g < need) g *= 2;
+  return g;
 }
-static_assert(short_row_shape(1, kShortRowMaxCols, 8).group_warps == 8 && short_row_shape(1, kShortRowMaxCols, 8).quads == 1);
-static_assert(short_row_shape(8, kShortRowMaxCols, 8).group_warps == 1 && short_row_shape(8, kShortRowMaxCols, 8).quads == 8);
-static_assert(short_row_shape(3, 129, 8).group_warps == 2 && short_row_shape(1, 1000, 4).quads == 8);
+static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_group_warps(8, kShortRowMaxCols, 8) == 1);
+static_assert(short_row_group_warps(3, 129, 8) == 2 && short_row_group_warps(1, 1000, 4) == 1);
 
-// Rows [row_begin, row_end) of n <= kShortRowMaxCols columns, groups of g warps (g = 1 when Q > 1: a thread's quads
-// are then 32 quads apart, a constant offset from one row pointer). Every thread of the block calls it (the pass
-// loop and its barriers are uniform).
-template <int Q, int THREADS, class Load, class Store>
-__device__ void short_rows_softmax(const float* x, float* y, long long row_begin, long long row_end, int n, bool log,
-                                   Load load, Store store, int g, SoftmaxStorage<THREADS>& s) {
-  constexpr int kWarps = THREADS / 32, stride = 32; // stride: quads between a thread's quads (Q > 1, g = 1)
+// One row (n <= kShortRowMaxCols) by one warp: lane l owns elements l + 32k, k < 32, scalar loads (the seeds'
+// warp-per-row softmax). Kept apart from the group path below: a quad layout of 32 values per lane made ptxas spill
+// them through local memory inside the megakernel's op dispatch (H200 run, 2026-11-30: 2.30 against 2.59 TB/s).
+template <class Load, class Store>
+__device__ void warp_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store) {
+  const int lane = threadIdx.x & 31;
+  float v[kWarpRowValues];
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kWarpRowValues; ++k) {
+    const long long i = lane + 32LL * k;
+    v[k] = i < n ? load(x + i) : -INFINITY;
+    m = fmaxf(m, v[k]);
+  }
+  m = warp_allreduce(m, Max{});
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kWarpRowValues; ++k)
+    if (lane + 32LL * k < n) s += __expf(v[k] - m);
+  s = warp_allreduce(s, Sum{});
+  const RowNorm r = RowNorm::of({m, s});
+#pragma unroll
+  for (int k = 0; k < kWarpRowValues; ++k) {
+    const long long i = lane + 32LL * k;
+    if (i < n) store_softmax(store, y + i, v[k], r, log);
+  }
+}
+
+
+// Rows [row_begin, row_end) of n <= 128 * 2^lg_g columns by groups of g = 2^lg_g warps, g > 1: thread r of a group
+// (r in [0, 32g)) owns the quad of elements 4r .. 4r + 3. kVec: every row is exactly 128 g elements and both views
+// are 16-byte aligned, so each quad is one 16-byte load and store; otherwise four predicated scalar accesses of the
+// same elements (the choice is made once per call, so each body is straight-line). The warps of a group merge their
+// max and sum through shared memory. Every thread of the block calls it (the pass loop and its barriers are uniform).
+template <bool kVec, int THREADS, class Load, class Store>
+__device__ void group_softmax_rows(const float* x, float* y, long long row_begin, long long row_end, int n, bool log,
+                                   Load load, Store store, int lg_g, SoftmaxStorage<THREADS>& s) {
+  constexpr int kWarps = THREADS / 32;
+  const int g = 1 << lg_g;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
-  const int slots = kWarps / g;               // rows in flight
-  const int slot = warp / g;                  // this warp's row within a pass
-  const int r = (warp % g) * 32 + lane;       // rank within the group
+  const int slots = kWarps >> lg_g;           // rows in flight
+  const int slot = warp >> lg_g;              // this warp's row within a pass
+  const int r = (warp & (g - 1)) * 32 + lane; // rank within the group
   for (long long first = row_begin; first < row_end; first += slots) {
     const long long row = first + slot;
-    const bool active = row < row_end;        // uniform within a group
-    const float* xr = x + row * n;
-    float* yr = y + row * n;
-    const float* xt = xr + 4 * r; // this thread's first quad
-    float* yt = yr + 4 * r;
-    float v[4 * Q];
+    const bool active = row < row_end; // uniform within a group
+    const float* xt = x + row * n + 4 * r;
+    float* yt = y + row * n + 4 * r;
+    const auto valid = [&](int j) { return kVec || 4 * r + j < n; };
+    float v[4];
     float m = -INFINITY;
     if (active) {
-      // 16-byte loads when every quad of the row is whole and the row is aligned (uniform per row), else scalar.
-      if (Load::kVectorizable && n >= 4 * 32 * g * Q && (reinterpret_cast<std::uintptr_t>(xr) & 15u) == 0) {
-#pragma unroll
-        for (int k = 0; k < Q; ++k) {
-          const float4 f = *reinterpret_cast<const float4*>(xt + 4 * stride * k);
-          v[4 * k] = f.x, v[4 * k + 1] = f.y, v[4 * k + 2] = f.z, v[4 * k + 3] = f.w;
-        }
+      if constexpr (kVec) {
+        const float4 f = *reinterpret_cast<const float4*>(xt);
+        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
       } else {
 #pragma unroll
-        for (int k = 0; k < Q; ++k)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            v[4 * k + j] = 4 * (r + stride * k) + j < n ? load(xt + 4 * stride * k + j) : -INFINITY;
+        for (int j = 0; j < 4; ++j) v[j] = valid(j) ? load(xt + j) : -INFINITY;
       }
-#pragma unroll
-      for (int k = 0; k < 4 * Q; ++k) m = fmaxf(m, v[k]);
+      m = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
     }
     m = warp_allreduce(m, Max{});
-    if (g > 1) {
-      if (lane == 0) s.part_max[warp] = m;
-      __syncthreads();
-      m = -INFINITY;
-      for (int w = 0; w < g; ++w) m = fmaxf(m, s.part_max[slot * g + w]);
-    }
+    if (lane == 0) s.part_max[warp] = m;
+    __syncthreads();
+    m = -INFINITY;
+    for (int w = 0; w < g; ++w) m = fmaxf(m, s.part_max[slot * g + w]);
     float sum = 0.0f;
     if (active) {
 #pragma unroll
-      for (int k = 0; k < Q; ++k)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (4 * (r + stride * k) + j < n) {
-            const float e = __expf(v[4 * k + j] - m);
-            sum += e;
-            if (!log) v[4 * k + j] = e; // softmax stores e / sum: keep e instead of recomputing it
-          }
+      for (int j = 0; j < 4; ++j) {
+        const float e = valid(j) ? __expf(v[j] - m) : 0.0f; // adding +0 leaves the sum's bits unchanged
+        sum += e;
+        v[j] = log ? v[j] : e; // softmax stores e / sum: keep e instead of recomputing it
+      }
     }
     sum = warp_allreduce(sum, Sum{});
-    if (g > 1) {
-      if (lane == 0) s.part_sum[warp] = sum;
-      __syncthreads();
-      sum = 0.0f;
-      for (int w = 0; w < g; ++w) sum += s.part_sum[slot * g + w];
-    }
+    if (lane == 0) s.part_sum[warp] = sum;
+    __syncthreads();
+    sum = 0.0f;
+    for (int w = 0; w < g; ++w) sum += s.part_sum[slot * g + w];
     if (active) {
       const RowNorm norm = RowNorm::of({m, sum});
       const auto out = [&](float v_or_e) { return log ? (v_or_e - norm.m) - norm.log_s : v_or_e * norm.inv_s; };
-      if (Store::kVectorizable && n >= 4 * 32 * g * Q && (reinterpret_cast<std::uintptr_t>(yr) & 15u) == 0) {
-#pragma unroll
-        for (int k = 0; k < Q; ++k)
-          *reinterpret_cast<float4*>(yt + 4 * stride * k) =
-              make_float4(out(v[4 * k]), out(v[4 * k + 1]), out(v[4 * k + 2]), out(v[4 * k + 3]));
+      if constexpr (kVec) {
+        *reinterpret_cast<float4*>(yt) = make_float4(out(v[0]), out(v[1]), out(v[2]), out(v[3]));
       } else {
 #pragma unroll
-        for (int k = 0; k < Q; ++k)
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            if (4 * (r + stride * k) + j < n) store(yt + 4 * stride * k + j, out(v[4 * k + j]));
+        for (int j = 0; j < 4; ++j)
+          if (valid(j)) store(yt + j, out(v[j]));
       }
     }
   }
 }
 
-// Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_shape).
+// Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_group_warps).
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_short_rows(const float* x, float* y, long long row_begin, long long row_end, long long n,
                                          bool log, Load load, Store store, SoftmaxStorage<THREADS>& s) {
-  static_assert(kShortRowMaxCols == 32 * 4 * 8); // a warp's 8 quads per lane hold the longest row
-  const ShortRowShape shape = short_row_shape(row_end - row_begin, n, THREADS / 32);
+  const int g = short_row_group_warps(row_end - row_begin, n, THREADS / 32);
+  if (g == 1) {
+    const long long warp = threadIdx.x / 32, warps = THREADS / 32;
+    for (long long row = row_begin + warp; row < row_end; row += warps)
+      warp_softmax_row(x + row * n, y + row * n, n, log, load, store);
+    return;
+  }
+  int lg_g = 1;
+  while ((1 << lg_g) < g) ++lg_g;
+  const bool whole = n == 128LL * g && ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) & 15u) == 0;
   const int cols = static_cast<int>(n);
-  if (shape.quads == 1)
-    short_rows_softmax<1, THREADS>(x, y, row_begin, row_end, cols, log, load, store, shape.group_warps, s);
-  else
-    short_rows_softmax<8, THREADS>(x, y, row_begin, row_end, cols, log, load, store, 1, s);
+  if constexpr (Load::kVectorizable && Store::kVectorizable)
+    if (whole) return group_softmax_rows<true, THREADS>(x, y, row_begin, row_end, cols, log, load, store, lg_g, s);
+  group_softmax_rows<false, THREADS>(x, y, row_begin, row_end, cols, log, load, store, lg_g, s);
 }
 
 // One row of any length by the whole block.

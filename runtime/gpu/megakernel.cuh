@@ -37,6 +37,8 @@ public:
     return id;
   }
 
+  __device__ void prefetch(const void* p) const { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+  __device__ void stage(std::uint32_t tile) { stage_tile<THREADS>(v_, s_, tile); }
   __device__ bool execute(std::uint32_t tile) { return execute_tile<THREADS>(v_, r_, s_, tile); }
 
   __device__ void fill_sentinels() const {
@@ -84,7 +86,7 @@ template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     megakernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params) {
   __shared__ SharedStorage<THREADS> shared;
-  kernels::init_stream_state(shared.stream);
+  init_shared(shared);
   GpuBlock<THREADS> block(view, params, shared);
   program::interpret(block);
 }
@@ -97,8 +99,11 @@ __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     task_kernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params,
                 std::uint32_t task) {
   __shared__ SharedStorage<THREADS> shared;
-  kernels::init_stream_state(shared.stream);
-  execute_tile<THREADS>(view, params, shared, view.tasks[task].first_tile + blockIdx.x);
+  init_shared(shared);
+  const std::uint32_t tile = view.tasks[task].first_tile + blockIdx.x;
+  stage_tile<THREADS>(view, shared, tile);
+  __syncthreads();
+  execute_tile<THREADS>(view, params, shared, tile);
 }
 
 } // namespace gridflow::gpu

@@ -22,7 +22,8 @@ template <int THREADS> struct SharedStorage {
     kernels::SoftmaxStorage<THREADS> softmax;
     kernels::CountingStorage counting;
   };
-  program::TaskDesc task;      // the running tile's task descriptor (execute_tile copies it in with one load)
+  program::TaskDesc task;      // the running tile's task descriptor (stage_tile copies it in with one load)
+  program::TileDesc tile;      // the running tile's descriptor (stage_tile)
   kernels::StreamState stream; // the bulk-copy ring's barriers (the ring itself is in the union), set at launch
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
   std::uint32_t turn;

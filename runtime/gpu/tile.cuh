@@ -6,20 +6,35 @@
 
 namespace gridflow::gpu {
 
+// Once per block at kernel start, ending with a block barrier: the abort flag (set only by a body whose wait failed,
+// after which the block leaves, so never cleared: the interpreter has no barrier between one tile's last read of it
+// and the next tile's staging) and the bulk-copy ring's barriers.
+template <int THREADS> __device__ void init_shared(SharedStorage<THREADS>& s) {
+  if (threadIdx.x == 0) s.abort = 0;
+  kernels::init_stream_state(s.stream); // ends with __syncthreads
+}
+
+// Copies the tile's descriptors (tile, then its task) to shared memory, with warp 1 alone and no barrier: the
+// caller's next block barrier publishes them. Warp 1, not warp 0, so the leader (thread 0) can
+// poll for the tile's inputs while these loads are in flight (the interpreter stages before it waits). The previous
+// tile's readers of s.task are past the barrier that ends execute_tile. `tile` passed descriptor_ok.
+template <int THREADS>
+__device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, std::uint32_t tile) {
+  static_assert(THREADS >= 64 && sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
+  if (threadIdx.x / 32 != 1) return;
+  const unsigned lane = threadIdx.x % 32;
+  const program::TileDesc t = v.tiles[tile]; // the same 16 bytes for every lane: one transaction
+  reinterpret_cast<std::uint32_t*>(&s.task)[lane] = reinterpret_cast<const std::uint32_t*>(&v.tasks[t.task])[lane];
+  if (lane == 0) s.tile = t;
+}
+
 // Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
+// Requires stage_tile(tile) and a block barrier since. On true it returns after a block barrier that follows every
+// thread's body stores, so the leader may signal the tile at once.
 template <int THREADS>
 __device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
                              std::uint32_t tile) {
-  const program::TileDesc t = v.tiles[tile];
-  // The task descriptor to shared memory, one word per lane of warp 0 (one coalesced load instead of a chain of
-  // dependent field loads); the barrier below publishes it. The previous tile's readers are past the barrier that
-  // ends execute_tile.
-  static_assert(sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
-  if (threadIdx.x < 32)
-    reinterpret_cast<std::uint32_t*>(&s.task)[threadIdx.x] =
-        reinterpret_cast<const std::uint32_t*>(&v.tasks[t.task])[threadIdx.x];
-  if (threadIdx.x == 0) s.abort = 0;
-  __syncthreads();
+  const program::TileDesc t = s.tile;
   const program::TaskDesc& task = s.task;
   const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
   // scan_all tiles are whole register tiles (chunks); select tiles exactly one.
@@ -39,8 +54,9 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
     if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : bad_bins ? 4 : 2);
     return false;
   }
-  const TileContext<THREADS> c{v, r, s, task, t.index,
-                               TileSite{program::detail::wait_site(v, r, blockIdx.x, tile), t.task, &s.abort}};
+  const protocol::WaitSite site{reinterpret_cast<program::ControlBlock*>(v.state), r.timeout_ns, blockIdx.x, tile,
+                                t.task};
+  const TileContext<THREADS> c{v, r, s, task, t.index, TileSite{site, t.task, &s.abort}};
   const bool poll = task.flags & program::kPollInputs;
   const bool canonical = task.flags & program::kSentinelOutput;
   bool known;

@@ -143,15 +143,16 @@ TEST_F(GpuOps, StreamedReadsSmall) {
   every_mode(g);
 }
 
-// Short softmax rows spread over groups of warps (kernels::short_row_shape): tiles of exactly `rows_per_tile` rows
-// (the last one partial) so every group width and quad count is taken, odd column counts (scalar tails), a view
-// starting off a 16-byte boundary (scalar loads) and an aligned one (16-byte loads and stores).
+// Short softmax rows spread over groups of warps (kernels::short_row_group_warps): tiles of exactly `rows_per_tile`
+// rows (the last one partial) so groups of 2, 4 and 8 warps, several passes of one-row groups and the warp-per-row
+// path are all taken; odd column counts (scalar tails), a view starting off a 16-byte boundary (scalar accesses) and
+// aligned rows of exactly 128 g elements (16-byte loads and stores).
 TEST_F(GpuOps, ShortSoftmaxRowsAcrossWarps) {
   struct Shape {
     std::int64_t rows_per_tile, cols;
   };
-  for (const Shape sh : {Shape{1, 1024}, Shape{1, 1000}, Shape{2, 1023}, Shape{3, 129}, Shape{5, 513}, Shape{8, 64},
-                         Shape{1, 5}}) {
+  for (const Shape sh : {Shape{1, 1024}, Shape{1, 1000}, Shape{2, 1023}, Shape{3, 129}, Shape{1, 300}, Shape{5, 513},
+                         Shape{8, 64}, Shape{1, 5}, Shape{2, 256}}) {
     for (const std::int64_t offset : {0, 1}) {
       SCOPED_TRACE("rows per tile " + std::to_string(sh.rows_per_tile) + " cols " + std::to_string(sh.cols) +
                    " offset " + std::to_string(offset));
