@@ -108,15 +108,17 @@ std::string profile_table(const ProfileResult& r) {
                      e.analysis ? (e.matches_first ? "same" : "DIFFER") : "");
   }
   for (const std::string& n : r.not_run) s += "not run: " + n + "\n";
-  // Per-tile phases of the traced run (medians over every tile; wait: over the tiles that had dependencies).
-  s += fmt::format("\n{:<32} {:>9} {:>9} {:>9} {:>9}   (per-tile medians of the traced run, us)\n", "executor",
-                   "claim", "wait", "body", "signal");
+  // Per-tile phases of the traced run (medians over every tile; stage: over the tiles without dependencies, wait:
+  // over the tiles with some; "-" where there are none).
+  const auto median_or_dash = [](const EventStats& st) {
+    return st.count ? fmt::format("{:.3f}", st.median_ns * 1e-3) : std::string("-");
+  };
+  s += fmt::format("\n{:<32} {:>9} {:>9} {:>9} {:>9} {:>9}   (per-tile medians of the traced run, us)\n", "executor",
+                   "claim", "stage", "wait", "body", "signal");
   for (const ProfileEntry& e : r.entries)
     if (e.analysis)
-      s += fmt::format("{:<32} {:>9.3f} {:>9} {:>9.3f} {:>9.3f}\n", e.executor, e.analysis->claim.median_ns * 1e-3,
-                       e.analysis->dependency_wait.count
-                           ? fmt::format("{:.3f}", e.analysis->dependency_wait.median_ns * 1e-3)
-                           : std::string("-"),
+      s += fmt::format("{:<32} {:>9.3f} {:>9} {:>9} {:>9.3f} {:>9.3f}\n", e.executor, e.analysis->claim.median_ns * 1e-3,
+                       median_or_dash(e.analysis->stage), median_or_dash(e.analysis->dependency_wait),
                        e.analysis->body.median_ns * 1e-3, e.analysis->signal.median_ns * 1e-3);
   return s;
 }

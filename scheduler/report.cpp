@@ -80,6 +80,7 @@ nlohmann::json analysis_json(const TraceAnalysis& a) {
             {"barrier_wait", stats_json(a.barrier_wait)},
             {"dispatch", stats_json(a.dispatch)},
             {"claim", stats_json(a.claim)},
+            {"stage", stats_json(a.stage)},
             {"signal", stats_json(a.signal)}}},
           {"body", stats_json(a.body)},
           {"tasks", tasks}};
@@ -103,19 +104,20 @@ nlohmann::json profile_json(const std::string& graph, const std::string& device,
 
 std::string profile_csv(const std::vector<ProfileEntry>& entries) {
   std::string s = "executor,median_ms,min_ms,max_ms,runs,work_share,wait_share,barrier_share,dispatch_share,idle_share,"
-                  "makespan_us,critical_path_us,claim_median_us,wait_median_us,body_median_us,signal_median_us,"
+                  "makespan_us,critical_path_us,claim_median_us,stage_median_us,wait_median_us,body_median_us,signal_median_us,"
                   "matches_first\n";
   for (const ProfileEntry& e : entries) {
     s += fmt::format("\"{}\",{:.6f},{:.6f},{:.6f},{}", e.executor, e.median_ms, e.min_ms, e.max_ms, e.runs);
     if (e.analysis) {
       const Breakdown& b = e.analysis->breakdown;
       const TraceAnalysis& a = *e.analysis;
-      s += fmt::format(",{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f}", b.work.share,
-                       b.wait.share, b.barrier.share, b.dispatch.share, b.idle.share, a.makespan_ns * 1e-3,
-                       a.critical_path_ns * 1e-3, a.claim.median_ns * 1e-3, a.dependency_wait.median_ns * 1e-3,
-                       a.body.median_ns * 1e-3, a.signal.median_ns * 1e-3);
+      s += fmt::format(",{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.3f},{:.3f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}",
+                       b.work.share, b.wait.share, b.barrier.share, b.dispatch.share, b.idle.share,
+                       a.makespan_ns * 1e-3, a.critical_path_ns * 1e-3, a.claim.median_ns * 1e-3,
+                       a.stage.median_ns * 1e-3, a.dependency_wait.median_ns * 1e-3, a.body.median_ns * 1e-3,
+                       a.signal.median_ns * 1e-3);
     } else {
-      s += ",,,,,,,,,,,";
+      s += ",,,,,,,,,,,,";
     }
     s += fmt::format(",{}\n", e.matches_first ? 1 : 0);
   }

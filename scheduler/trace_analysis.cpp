@@ -58,7 +58,7 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
 
   // Per-block sums.
   std::vector<double> work(r.blocks), wait(r.blocks), disp(r.blocks), bar(r.blocks);
-  std::vector<double> dep_waits, dispatches, barrier_waits, claims, bodies, signals;
+  std::vector<double> dep_waits, stages, dispatches, barrier_waits, claims, bodies, signals;
   a.tasks.resize(p.tasks.size());
   for (std::size_t t = 0; t < p.tasks.size(); ++t) {
     a.tasks[t].name = p.task_names[t];
@@ -76,7 +76,7 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
     claims.push_back(c);
     bodies.push_back(w);
     signals.push_back(sig);
-    if (p.tiles[g].dep_count > 0) dep_waits.push_back(q);
+    (p.tiles[g].dep_count > 0 ? dep_waits : stages).push_back(q);
     TaskProfile& tp = a.tasks[p.tiles[g].task];
     tp.work_ns += w;
     tp.wait_ns += q;
@@ -110,6 +110,7 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
   a.barrier_wait = event_stats(std::move(barrier_waits));
   a.dispatch = event_stats(std::move(dispatches));
   a.claim = event_stats(std::move(claims));
+  a.stage = event_stats(std::move(stages));
   a.body = event_stats(std::move(bodies));
   a.signal = event_stats(std::move(signals));
 

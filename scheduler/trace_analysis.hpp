@@ -51,6 +51,8 @@ struct TraceAnalysis {
   EventStats barrier_wait;    // per block per barrier: arrive -> leave
   EventStats dispatch;        // per tile: claim + signal
   EventStats claim;           // per tile: claim_begin -> claimed (the claim and its descriptor check)
+  EventStats stage;           // per tile without dependencies: claimed -> ready (staging its descriptors and the
+                              // block barrier that publishes them; with dependencies that overlaps the wait)
   EventStats body;            // per tile: ready -> executed (in sentinel mode this includes polling the inputs)
   EventStats signal;          // per tile: executed -> signalled (0 for a tile nobody awaits)
   std::vector<TaskProfile> tasks;

@@ -77,6 +77,19 @@ TEST(TraceAnalysis, CriticalPathFollowsTileDependencies) {
   EXPECT_DOUBLE_EQ(an.tasks[1].longest_tile_ns, 100);
 }
 
+// claimed -> ready is the staging of a tile without dependencies and the wait of a tile with some: the two go to
+// different statistics.
+TEST(TraceAnalysis, StagingAndDependencyWaitAreSeparate) {
+  auto [p, r] = synthetic();
+  r.tiles[0].ready = 1014; // a: staged for 4 ns, body 96
+  const TraceAnalysis a = analyze_trace(p, r);
+  EXPECT_EQ(a.stage.count, 1u);
+  EXPECT_DOUBLE_EQ(a.stage.median_ns, 4);
+  EXPECT_EQ(a.dependency_wait.count, 1u);
+  EXPECT_DOUBLE_EQ(a.dependency_wait.median_ns, 105);
+  EXPECT_DOUBLE_EQ(a.body.median_ns, (96 + 200) / 2.0);
+}
+
 TEST(TraceAnalysis, BreakdownOfAKnownTrace) {
   const auto [p, r] = synthetic();
   const TraceAnalysis a = analyze_trace(p, r);
@@ -97,6 +110,8 @@ TEST(TraceAnalysis, BreakdownOfAKnownTrace) {
   EXPECT_DOUBLE_EQ(a.body.median_ns, 150);
   EXPECT_DOUBLE_EQ(a.body.max_ns, 200);
   EXPECT_DOUBLE_EQ(a.signal.median_ns, 7.5);
+  EXPECT_EQ(a.stage.count, 1u); // a's tile has no dependencies: claimed -> ready is its staging (0 here)
+  EXPECT_DOUBLE_EQ(a.stage.median_ns, 0);
   ASSERT_EQ(a.tasks.size(), 2u);
   EXPECT_EQ(a.tasks[1].name, "b");
   EXPECT_DOUBLE_EQ(a.tasks[1].wait_ns, 105);
@@ -176,7 +191,8 @@ TEST(Report, JsonHasTheBreakdownAndCsvOneRowPerEntry) {
   EXPECT_NEAR(b["work"]["us"].get<double>(), 0.3, 1e-12);
   const auto& an = j["entries"][0]["analysis"];
   EXPECT_NEAR(an["body"]["median_us"].get<double>(), 0.15, 1e-12);
-  for (const char* k : {"dependency_wait", "barrier_wait", "dispatch", "claim", "signal"}) ASSERT_TRUE(an["sync"].contains(k)) << k;
+  for (const char* k : {"dependency_wait", "barrier_wait", "dispatch", "claim", "stage", "signal"})
+    ASSERT_TRUE(an["sync"].contains(k)) << k;
   EXPECT_FALSE(j["entries"][1].contains("breakdown"));
   const std::string csv = profile_csv({e, base});
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
