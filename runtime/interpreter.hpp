@@ -77,9 +77,10 @@ struct Cursor {
 };
 
 // Every thread. Next entry of the block's static list below `last`, or kNoTile: every thread reads the same entry
-// (no broadcast barrier). A static list is known ahead, so the leader also warms what the next claims read, and
-// neither descriptor_ok nor stage() waits on L2: the tile descriptor two entries ahead, and the task descriptor one
-// ahead (whose tile descriptor the previous claim warmed). Bounds-checked: a bad entry is reported when claimed.
+// (no broadcast barrier). A static list is known ahead, so the leader also asks L1 for what the next claims read: the
+// tile descriptor two entries ahead, and the task descriptor one ahead (whose tile descriptor the previous claim
+// asked for). A hint only: on the H200, descriptor_ok's load still waited (docs/PERFORMANCE.md, run 22).
+// Bounds-checked: a bad entry is reported when claimed.
 template <class Block> GRIDFLOW_HOST_DEVICE std::uint32_t claim_static(Block& blk, Cursor& cursor, std::uint32_t last) {
   const ProgramView& v = blk.view();
   if (cursor.next >= cursor.end || v.block_tiles[cursor.next] >= last) return kNoTile;
