@@ -15,9 +15,9 @@ template <int THREADS> __device__ void init_shared(SharedStorage<THREADS>& s) {
 }
 
 // Copies the tile's descriptors (tile, then its task) to shared memory, with warp 1 alone and no barrier: the
-// caller's next block barrier publishes them. Warp 1, not warp 0, so the leader (thread 0) can
-// poll for the tile's inputs while these loads are in flight (the interpreter stages before it waits). The previous
-// tile's readers of s.task are past the barrier that ends execute_tile. `tile` passed descriptor_ok.
+// caller's next block barrier publishes them. Warp 1, not warp 0, so the leader (thread 0) can poll for the tile's
+// inputs while these loads are in flight (the interpreter stages before it waits). The previous tile's readers of
+// s.task and s.tile are past the barrier that ends execute_tile. `tile` passed descriptor_ok.
 template <int THREADS>
 __device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, std::uint32_t tile) {
   static_assert(THREADS >= 64 && sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
