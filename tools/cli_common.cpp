@@ -25,6 +25,9 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--timeout-ms", f.timeout_ms, "watchdog: bound on every wait, in milliseconds")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
+  cmd->add_flag("--claim-ahead", f.claim_ahead,
+                "dynamic schedule: a block takes its next ticket while its tile runs (off by default: it slowed "
+                "levels with fewer tiles than twice the blocks on the H200)");
   cmd->add_option("--reduce-min-tile", f.reduce_min_tile, "smallest reduce tile, in elements")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--row-tile-elements", f.row_tile_elements, "target elements per row-op tile")
@@ -59,6 +62,7 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.schedule = *parse_schedule(f.schedule);
   o.exec.sentinel_fill = *parse_sentinel_fill(f.sentinel_fill);
   o.exec.timeout_ns = static_cast<std::uint64_t>(f.timeout_ms * 1e6);
+  o.exec.claim_ahead = f.claim_ahead;
   o.cpu_workers = f.workers;
   o.threads_per_block = f.threads;
   o.blocks_per_sm = f.blocks_per_sm;

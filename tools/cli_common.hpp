@@ -33,6 +33,7 @@ struct SessionFlags {
   std::uint32_t blocks_per_sm = 0;
   double timeout_ms = 10000.0;
   bool no_tile_deps = false;
+  bool claim_ahead = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;
   std::int64_t row_tile_elements = TilePolicy{}.row_tile_elements;
   std::uint32_t scan_chunks = TilePolicy{}.scan_chunks_per_tile;

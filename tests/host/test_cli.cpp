@@ -98,6 +98,17 @@ TEST_F(Cli, RunCheckOnCpuInEveryMode) {
   EXPECT_EQ(fs::file_size(dir_ / "y.bin"), 8u * 40u * 4u);
 }
 
+TEST_F(Cli, ClaimAheadIsAnOptionOfTheDynamicSchedule) {
+  const fs::path g = write("g.json", kGraph);
+  const Result on = run("run " + g.string() + " --backend cpu --check --workers 3 --claim-ahead");
+  EXPECT_EQ(on.code, 0) << on.err;
+  EXPECT_NE(on.out.find("check passed"), std::string::npos) << on.out;
+  EXPECT_NE(on.out.find("claim_ahead=on"), std::string::npos) << on.out;
+  const Result off = run("run " + g.string() + " --backend cpu --workers 3");
+  EXPECT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.out.find("claim_ahead"), std::string::npos) << off.out;
+}
+
 TEST_F(Cli, RunRepeatReportsAMedian) {
   const Result r = run("run " + write("g.json", kGraph).string() + " --backend cpu --repeat 3 --warmup 1");
   EXPECT_EQ(r.code, 0) << r.err;
