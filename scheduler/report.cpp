@@ -149,9 +149,11 @@ std::string timeline_svg(const LoweredProgram& p, const RunResult& r, const std:
     s += fmt::format("<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\"/>\n", x(a),
                      44 + static_cast<int>(block) * row, std::max(0.3, x(b) - x(a)), std::max(1, row - 1), colour);
   };
-  for (const auto& t : r.tiles) {
+  for (std::size_t g = 0; g < r.tiles.size(); ++g) {
+    const program::TileTrace& t = r.tiles[g];
     rect(t.block, t.claim_begin, t.claimed, kCategories[3].colour);
-    rect(t.block, t.claimed, t.ready, kCategories[1].colour);
+    const bool waits = g < p.tiles.size() && tile_waits(p, g); // else claimed -> ready is staging: dispatch
+    rect(t.block, t.claimed, t.ready, kCategories[waits ? 1 : 3].colour);
     rect(t.block, t.ready, t.executed, kCategories[0].colour);
     rect(t.block, t.executed, t.signalled, kCategories[3].colour);
   }

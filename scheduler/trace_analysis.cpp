@@ -67,19 +67,20 @@ TraceAnalysis analyze_trace(const LoweredProgram& p, const RunResult& r) {
   std::vector<std::uint64_t> first_ready(p.tasks.size(), std::numeric_limits<std::uint64_t>::max()), last_exec(p.tasks.size(), 0);
   for (std::size_t g = 0; g < r.tiles.size(); ++g) {
     const program::TileTrace& t = r.tiles[g];
+    const bool waits = tile_waits(p, g);
     const double w = span(t.ready, t.executed), q = span(t.claimed, t.ready), c = span(t.claim_begin, t.claimed),
-                 sig = span(t.executed, t.signalled), d = c + sig;
+                 sig = span(t.executed, t.signalled), d = c + (waits ? 0.0 : q) + sig;
     work[t.block] += w;
-    wait[t.block] += q;
+    if (waits) wait[t.block] += q;
     disp[t.block] += d;
     dispatches.push_back(d);
     claims.push_back(c);
     bodies.push_back(w);
     signals.push_back(sig);
-    (p.tiles[g].dep_count > 0 ? dep_waits : stages).push_back(q);
+    (waits ? dep_waits : stages).push_back(q);
     TaskProfile& tp = a.tasks[p.tiles[g].task];
     tp.work_ns += w;
-    tp.wait_ns += q;
+    if (waits) tp.wait_ns += q;
     tp.longest_tile_ns = std::max(tp.longest_tile_ns, w);
     first_ready[p.tiles[g].task] = std::min(first_ready[p.tiles[g].task], t.ready);
     last_exec[p.tiles[g].task] = std::max(last_exec[p.tiles[g].task], t.executed);
@@ -172,7 +173,8 @@ std::string chrome_trace_json(const LoweredProgram& p, const RunResult& r, const
     const program::TileTrace& t = r.tiles[g];
     const std::string& task = p.task_names[t.task];
     slice("dispatch", "claim", t.block, t.claim_begin, t.claimed, json::object());
-    slice("wait", "wait", t.block, t.claimed, t.ready, {{"tile", g}, {"task", task}});
+    if (tile_waits(p, g)) slice("wait", "wait", t.block, t.claimed, t.ready, {{"tile", g}, {"task", task}});
+    else slice("dispatch", "stage", t.block, t.claimed, t.ready, json::object());
     slice("work", task, t.block, t.ready, t.executed, {{"tile", g}, {"index", p.tiles[g].index}, {"sm", t.smid}});
     slice("dispatch", "signal", t.block, t.executed, t.signalled, json::object());
   }

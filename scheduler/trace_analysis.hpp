@@ -2,8 +2,9 @@
 // per-task figures, per-sync-event statistics, and the critical path of the task graph against the makespan.
 //
 // Definitions (per block, over the run's makespan [t0, t_end], t0 = first claim of any block):
-//   dispatch = claim (claim_begin -> claimed) + signal (executed -> signalled)
-//   wait     = dependency wait (claimed -> ready)
+//   dispatch = claim (claim_begin -> claimed) + stage (claimed -> ready of a tile without dependencies: staging its
+//              descriptors) + signal (executed -> signalled)
+//   wait     = dependency wait (claimed -> ready of a tile with dependencies; its staging overlaps the wait)
 //   work     = the body (ready -> executed)
 //   barrier  = inside grid barriers (arrive -> leave)
 //   idle     = the rest (before the first claim, failed claims, after the last tile)
@@ -49,7 +50,7 @@ struct TraceAnalysis {
   Breakdown breakdown;
   EventStats dependency_wait; // per tile that had dependencies: claimed -> ready
   EventStats barrier_wait;    // per block per barrier: arrive -> leave
-  EventStats dispatch;        // per tile: claim + signal
+  EventStats dispatch;        // per tile: claim + stage + signal
   EventStats claim;           // per tile: claim_begin -> claimed (the claim and its descriptor check)
   EventStats stage;           // per tile without dependencies: claimed -> ready (staging its descriptors and the
                               // block barrier that publishes them; with dependencies that overlaps the wait)
@@ -57,6 +58,9 @@ struct TraceAnalysis {
   EventStats signal;          // per tile: executed -> signalled (0 for a tile nobody awaits)
   std::vector<TaskProfile> tasks;
 };
+
+// Whether tile g's claimed -> ready span is a dependency wait (it has dependencies) or only its staging.
+inline bool tile_waits(const LoweredProgram& program, std::size_t g) { return program.tiles[g].dep_count > 0; }
 
 // Throws RuntimeError when the trace does not match the program (wrong sizes, tiles that never ran).
 TraceAnalysis analyze_trace(const LoweredProgram& program, const RunResult& run);

@@ -5,11 +5,10 @@
 #   scripts/gpu-check.sh OUTDIR [STAGES]   STAGES: comma list of build,test,sanitize,examples,bench,chain,ncu,hotspots
 #                                          (default: build,test,sanitize,examples,bench; examples runs every example
 #                                          program: all sync modes, the baselines, the CUB equivalents; chain profiles
-#                                          the softmax chain in every configuration with per-tile phase medians;
-#                                          ncu profiles
-#                                          the megakernel on bench/graphs/*.json and the softmax chain with Nsight Compute;
-#                                          hotspots samples the chain's stalls per SASS instruction and counts the
-#                                          256-thread megakernel's SASS)
+#                                          the softmax chain in every configuration with per-tile phase medians; ncu
+#                                          profiles the megakernel on bench/graphs/*.json and the softmax chain with
+#                                          Nsight Compute; hotspots samples the chain's stalls per SASS instruction and
+#                                          counts the 256-thread megakernel's SASS)
 #
 # Keeps to what the device tool brings back (at most 8 files): summary.txt stays beside results.tar.gz, which holds
 # every log, JSON and report.

@@ -88,6 +88,12 @@ TEST(TraceAnalysis, StagingAndDependencyWaitAreSeparate) {
   EXPECT_EQ(a.dependency_wait.count, 1u);
   EXPECT_DOUBLE_EQ(a.dependency_wait.median_ns, 105);
   EXPECT_DOUBLE_EQ(a.body.median_ns, (96 + 200) / 2.0);
+  // The staging is dispatch work, not a dependency wait: in the breakdown, a's task profile and the trace.
+  EXPECT_DOUBLE_EQ(a.breakdown.wait.ns, 105);
+  EXPECT_DOUBLE_EQ(a.breakdown.dispatch.ns, 10 + 4 + 10 + 20 + 5);
+  EXPECT_DOUBLE_EQ(a.tasks[0].wait_ns, 0);
+  const std::string trace = chrome_trace_json(p, r, "t");
+  EXPECT_NE(trace.find("\"name\":\"stage\""), std::string::npos);
 }
 
 TEST(TraceAnalysis, BreakdownOfAKnownTrace) {
