@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     row("histogram 64 bins i32", vec, "gridflow 256x2/SM", t.ms, 4.0 * n, cub_ms, t.check);
   }
   // Softmax rows (no CUB equivalent: torch in bench/torch_baselines.py).
-  for (long long cols : {1024LL, 4096LL, 32768LL}) {
+  for (long long cols : {1024LL, 4096LL, 8192LL, 32768LL}) {
     if (!args.runs("softmax")) break;
     const long long rows = n / cols;
     Graph g("softmax");

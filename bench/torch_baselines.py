@@ -37,7 +37,7 @@ def main():
                              ("scan incl sum f32", lambda: torch.cumsum(x, 0), 8 * n)]:
         ms = median_ms(fn)
         rows.append({"op": name, "shape": f"{n}", "impl": "torch", "ms": ms, "tb_per_s": nbytes / ms / 1e9})
-    for cols in (1024, 4096, 32768):
+    for cols in (1024, 4096, 8192, 32768):
         m = x.view(n // cols, cols)
         ms = median_ms(lambda: torch.softmax(m, dim=1))
         rows.append({"op": "softmax f32", "shape": f"{n // cols}x{cols}", "impl": "torch", "ms": ms,

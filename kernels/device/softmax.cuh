@@ -1,8 +1,10 @@
-// Numerically stable row softmax / log-softmax. Short rows (cols <= kShortRowMaxCols): a group of warps per row,
-// the row held in registers, one read and one write per element (the seeds' warp-per-row softmax, fused, spread
-// over more warps when a tile has fewer rows than the block has warps). Long rows:
-// the whole block per row, an online pass (running max and rescaled sum per thread, merged by a block reduce)
-// then a write pass.
+// Numerically stable row softmax / log-softmax. Rows are held in registers wherever they fit, for one read and one
+// write per element:
+//   * short rows (cols <= kShortRowMaxCols): a warp or a group of warps per row (the seeds' warp-per-row softmax,
+//     fused, spread over more warps when a tile has fewer rows than the block has warps);
+//   * medium rows (up to register_row_max_cols<THREADS>()): the whole block per row, several rows per pass.
+// Longer rows: the whole block per row, an online pass (running max and rescaled sum per thread, merged by a block
+// reduce) then a write pass that reads the row again.
 #pragma once
 
 #include "kernels/device/access.cuh"
@@ -10,11 +12,19 @@
 #include "kernels/device/functors.cuh"
 
 #include <cub/block/block_reduce.cuh>
+#include <cuda/std/type_traits>
 
 namespace gridflow::kernels {
 
 inline constexpr int kWarpRowValues = 32;          // values per lane held in registers by the warp-per-row path
-inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues; // longest row held in registers
+inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues; // longest row a warp holds in registers
+inline constexpr int kRegisterQuads = 8; // float4 quads per thread of the block paths that hold rows in registers
+
+// Longest row the whole block holds in registers (kRegisterQuads quads per thread); 0: that path is not compiled
+// (1024-thread blocks have 64 registers per thread, too few for 32 values and their addresses).
+template <int THREADS> constexpr long long register_row_max_cols() {
+  return THREADS <= 512 ? 4LL * kRegisterQuads * THREADS : 0;
+}
 
 // Online softmax state: the running max and the sum of exp(x - max).
 struct MaxSum {
@@ -36,8 +46,11 @@ template <int THREADS> struct SoftmaxStorage {
     StreamRing<THREADS> ring; // the two passes' streamed loads (never live together with the block reduce)
   };
   MaxSum row; // the merged state, broadcast to the block
-  float part_max[THREADS / 32]; // short rows: each warp's partial max and sum, merged by the warps of its group
-  float part_sum[THREADS / 32];
+  // Rows held in registers (group and block paths): each warp's max and sum of exp(x - max) per row of a pass,
+  // merged by every warp of the row. Two sets, alternating by pass, so one barrier per pass suffices: a warp
+  // writes set p + 2 only after the barrier of pass p + 1, which every reader of set p has passed.
+  float part_max[2][kRegisterQuads][THREADS / 32];
+  float part_sum[2][kRegisterQuads][THREADS / 32];
 };
 
 // What a row's outputs need: its max, and log(sum) or 1/sum.
@@ -47,6 +60,43 @@ struct RowNorm {
   float inv_s;
   __device__ __forceinline__ static RowNorm of(MaxSum r) { return {r.m, logf(r.s), __frcp_rn(r.s)}; }
 };
+
+// A warp's share of one row: its max `m` over the values it holds (-inf when it holds none), and the sum of
+// exp(v - m) over them, which replaces each of `v` that softmax will store (log-softmax keeps v).
+template <int N>
+__device__ __forceinline__ MaxSum warp_row_state(float (&v)[N], const bool (&valid)[N], bool log) {
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < N; ++j) m = valid[j] ? fmaxf(m, v[j]) : m;
+  m = warp_allreduce(m, Max{});
+  const float base = m == -INFINITY ? 0.0f : m; // all -inf: exp(-inf) = 0, not exp(NaN)
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    const float e = valid[j] ? __expf(v[j] - base) : 0.0f; // adding +0 leaves the sum's bits unchanged
+    sum += e;
+    if (!log) v[j] = e; // softmax stores e * exp(m - row max) / sum: keep e instead of recomputing it
+  }
+  return {m, warp_allreduce(sum, Sum{})};
+}
+
+// The row's state from the states of warps [first, first + count), in warp order, and what this warp's kept values
+// are multiplied by: exp(own.m - row max) / row sum. IEEE semantics as the references have them: a warp whose max
+// is -inf adds its sum times exp(-inf) = 0 (0, or NaN when it held a NaN); a row whose max is -inf has
+// exp(-inf - -inf) = NaN for its sum and scale, so its outputs are NaN like the references'.
+struct RowScale {
+  RowNorm norm;
+  float scale;
+};
+__device__ __forceinline__ RowScale merge_warp_states(const float* part_max, const float* part_sum, int first, int count,
+                                                      MaxSum own) {
+  float m = -INFINITY;
+  for (int w = 0; w < count; ++w) m = fmaxf(m, part_max[first + w]);
+  float sum = 0.0f;
+  for (int w = 0; w < count; ++w) sum += part_sum[first + w] * __expf(part_max[first + w] - m);
+  const RowNorm norm = RowNorm::of({m, sum});
+  return {norm, __expf(own.m - m) * norm.inv_s};
+}
 
 template <class Store> __device__ __forceinline__ void store_softmax(Store store, float* y, float x, RowNorm r, bool log) {
   store(y, log ? (x - r.m) - r.log_s : __expf(x - r.m) * r.inv_s);
@@ -102,66 +152,140 @@ __device__ void warp_softmax_row(const float* x, float* y, long long n, bool log
 // Rows [row_begin, row_end) of n <= 128 * 2^lg_g columns by groups of g = 2^lg_g warps, g > 1: thread r of a group
 // (r in [0, 32g)) owns the quad of elements 4r .. 4r + 3. kVec: every row is exactly 128 g elements and both views
 // are 16-byte aligned, so each quad is one 16-byte load and store; otherwise four predicated scalar accesses of the
-// same elements (the choice is made once per call, so each body is straight-line). The warps of a group merge their
-// max and sum through shared memory. Every thread of the block calls it (the pass loop and its barriers are uniform).
+// same elements (the choice is made once per call, so each body is straight-line). Each warp folds its own max and
+// sum, and one block barrier per pass lets the warps of a group merge them. Every thread of the block calls it (the
+// pass loop and its barriers are uniform).
 template <bool kVec, int THREADS, class Load, class Store>
 __device__ void group_softmax_rows(const float* x, float* y, long long row_begin, long long row_end, int n, bool log,
                                    Load load, Store store, int lg_g, SoftmaxStorage<THREADS>& s) {
-  constexpr int kWarps = THREADS / 32;
   const int g = 1 << lg_g;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
-  const int slots = kWarps >> lg_g;           // rows in flight
+  const int slots = (THREADS / 32) >> lg_g;   // rows in flight
   const int slot = warp >> lg_g;              // this warp's row within a pass
   const int r = (warp & (g - 1)) * 32 + lane; // rank within the group
-  for (long long first = row_begin; first < row_end; first += slots) {
+  int set = 0;
+  for (long long first = row_begin; first < row_end; first += slots, set ^= 1) {
     const long long row = first + slot;
     const bool active = row < row_end; // uniform within a group
     const float* xt = x + row * n + 4 * r;
     float* yt = y + row * n + 4 * r;
-    const auto valid = [&](int j) { return kVec || 4 * r + j < n; };
     float v[4];
-    float m = -INFINITY;
-    if (active) {
-      if constexpr (kVec) {
-        const float4 f = *reinterpret_cast<const float4*>(xt);
-        v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-      } else {
+    bool valid[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = valid(j) ? load(xt + j) : -INFINITY;
-      }
-      m = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
+    for (int j = 0; j < 4; ++j) valid[j] = active && (kVec || 4 * r + j < n);
+    if (active && kVec) {
+      const float4 f = *reinterpret_cast<const float4*>(xt);
+      v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[j] = valid[j] ? load(xt + j) : -INFINITY;
     }
-    m = warp_allreduce(m, Max{});
-    if (lane == 0) s.part_max[warp] = m;
+    const MaxSum own = warp_row_state(v, valid, log);
+    if (lane == 0) s.part_max[set][0][warp] = own.m, s.part_sum[set][0][warp] = own.s;
     __syncthreads();
-    m = -INFINITY;
-    for (int w = 0; w < g; ++w) m = fmaxf(m, s.part_max[slot * g + w]);
-    float sum = 0.0f;
-    if (active) {
+    if (!active) continue;
+    const RowScale rs = merge_warp_states(s.part_max[set][0], s.part_sum[set][0], slot * g, g, own);
+    const auto out = [&](float v_or_e) { return log ? (v_or_e - rs.norm.m) - rs.norm.log_s : v_or_e * rs.scale; };
+    if constexpr (kVec) {
+      *reinterpret_cast<float4*>(yt) = make_float4(out(v[0]), out(v[1]), out(v[2]), out(v[3]));
+    } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float e = valid(j) ? __expf(v[j] - m) : 0.0f; // adding +0 leaves the sum's bits unchanged
-        sum += e;
-        v[j] = log ? v[j] : e; // softmax stores e / sum: keep e instead of recomputing it
+      for (int j = 0; j < 4; ++j)
+        if (valid[j]) store(yt + j, out(v[j]));
+    }
+  }
+}
+
+// Rows [row_begin, row_end) of kShortRowMaxCols < n <= 4 * Q * THREADS columns held in registers by the whole
+// block, kRegisterQuads / Q rows per pass: thread t owns quads t, t + THREADS, ..., Q of each row (quad q: elements
+// 4 (t + q THREADS) .. + 3). One read and one write per element, every load of a pass in flight at once, one block
+// barrier per pass (each warp folds its share of each row; every thread merges the warps' states of its rows).
+// kVec: n % 4 == 0 and both views 16-byte aligned, so each quad is one 16-byte access; otherwise the same elements
+// one by one. Every thread of the block calls it.
+template <int Q, bool kVec, int THREADS, class Load, class Store>
+__device__ void block_softmax_register_rows(const float* x, float* y, long long row_begin, long long row_end, int n,
+                                            bool log, Load load, Store store, SoftmaxStorage<THREADS>& s) {
+  constexpr int R = kRegisterQuads / Q; // rows per pass
+  constexpr int kWarps = THREADS / 32;
+  static_assert(R >= 1 && R * Q == kRegisterQuads);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
+  int set = 0;
+  for (long long first = row_begin; first < row_end; first += R, set ^= 1) {
+    float v[R][4 * Q];
+    bool valid[R][4 * Q];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const bool active = first + r < row_end;
+      const float* xr = x + (first + r) * n;
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        const int i = 4 * (static_cast<int>(threadIdx.x) + q * THREADS);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) valid[r][4 * q + j] = active && i + j < n;
+        if (kVec && valid[r][4 * q]) {
+          const float4 f = *reinterpret_cast<const float4*>(xr + i);
+          v[r][4 * q] = f.x, v[r][4 * q + 1] = f.y, v[r][4 * q + 2] = f.z, v[r][4 * q + 3] = f.w;
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) v[r][4 * q + j] = valid[r][4 * q + j] ? load(xr + i + j) : -INFINITY;
+        }
       }
     }
-    sum = warp_allreduce(sum, Sum{});
-    if (lane == 0) s.part_sum[warp] = sum;
-    __syncthreads();
-    sum = 0.0f;
-    for (int w = 0; w < g; ++w) sum += s.part_sum[slot * g + w];
-    if (active) {
-      const RowNorm norm = RowNorm::of({m, sum});
-      const auto out = [&](float v_or_e) { return log ? (v_or_e - norm.m) - norm.log_s : v_or_e * norm.inv_s; };
-      if constexpr (kVec) {
-        *reinterpret_cast<float4*>(yt) = make_float4(out(v[0]), out(v[1]), out(v[2]), out(v[3]));
-      } else {
+    MaxSum own[R];
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (valid(j)) store(yt + j, out(v[j]));
+    for (int r = 0; r < R; ++r) {
+      own[r] = warp_row_state(v[r], valid[r], log);
+      if (lane == 0) s.part_max[set][r][warp] = own[r].m, s.part_sum[set][r][warp] = own[r].s;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (first + r >= row_end) continue;
+      const RowScale rs = merge_warp_states(s.part_max[set][r], s.part_sum[set][r], 0, kWarps, own[r]);
+      const auto out = [&](float v_or_e) { return log ? (v_or_e - rs.norm.m) - rs.norm.log_s : v_or_e * rs.scale; };
+      float* yr = y + (first + r) * n;
+#pragma unroll
+      for (int q = 0; q < Q; ++q) {
+        const int i = 4 * (static_cast<int>(threadIdx.x) + q * THREADS);
+        const float* e = &v[r][4 * q];
+        if (kVec && valid[r][4 * q]) {
+          *reinterpret_cast<float4*>(yr + i) = make_float4(out(e[0]), out(e[1]), out(e[2]), out(e[3]));
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if (valid[r][4 * q + j]) store(yr + i + j, out(e[j]));
+        }
       }
     }
   }
+}
+
+// Picks block_softmax_register_rows' Q for n (the smallest power of two that holds the row) and its access width.
+template <int THREADS, class Load, class Store>
+__device__ void block_softmax_rows_in_registers(const float* x, float* y, long long row_begin, long long row_end,
+                                                long long n, bool log, Load load, Store store,
+                                                SoftmaxStorage<THREADS>& s) {
+  const int cols = static_cast<int>(n);
+  const bool vec = Load::kVectorizable && Store::kVectorizable && n % 4 == 0 &&
+                   ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) & 15u) == 0;
+  const auto run = [&](auto q, auto v) {
+    block_softmax_register_rows<decltype(q)::value, decltype(v)::value, THREADS>(x, y, row_begin, row_end, cols, log,
+                                                                                 load, store, s);
+  };
+  using cuda::std::integral_constant;
+  const auto with_q = [&](auto q) {
+    if constexpr (Load::kVectorizable && Store::kVectorizable)
+      if (vec) return run(q, integral_constant<bool, true>{});
+    run(q, integral_constant<bool, false>{});
+  };
+  // Only the Q that some row longer than kShortRowMaxCols needs are compiled.
+  if constexpr (4LL * THREADS > kShortRowMaxCols)
+    if (n <= 4LL * THREADS) return with_q(integral_constant<int, 1>{});
+  if constexpr (8LL * THREADS > kShortRowMaxCols)
+    if (n <= 8LL * THREADS) return with_q(integral_constant<int, 2>{});
+  if constexpr (16LL * THREADS > kShortRowMaxCols)
+    if (n <= 16LL * THREADS) return with_q(integral_constant<int, 4>{});
+  with_q(integral_constant<int, 8>{});
 }
 
 // Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_group_warps).

@@ -60,10 +60,11 @@ Graph row_ops(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
 }
 
 // Runs g in every mode; every run checked; all modes bit-identical.
-void every_mode(const Graph& g, std::uint32_t threads = 256, const TilePolicy& tiles = {}) {
+void every_mode(const Graph& g, std::uint32_t threads = 256, const TilePolicy& tiles = {},
+                std::uint32_t blocks_per_sm = 0) {
   std::vector<HostTensor> first;
   for (SyncMode mode : kAllSyncModes) {
-    SessionOptions o = gpu_options(mode, threads);
+    SessionOptions o = gpu_options(mode, threads, blocks_per_sm);
     o.tiles = tiles;
     Session s(g, o);
     s.run();
@@ -182,6 +183,50 @@ TEST_F(GpuOps, ShortSoftmaxRowsSmall) {
     g.softmax("softmax", ViewSpec::block("m", 1, 40, cols), "sm");
     every_mode(g);
   }
+}
+
+// Medium softmax rows held in registers by the whole block (kernels::block_softmax_register_rows): Q quads per
+// thread per row and 8 / Q rows per pass, so tiles of `rows_per_tile` rows leave full and partial passes; column
+// counts that fill the quads exactly, leave partial quads, or are odd (scalar accesses), a view off a 16-byte
+// boundary (scalar accesses), and every Q at 128, 256 and 512 threads.
+TEST_F(GpuOps, MediumSoftmaxRowsInRegisters) {
+  struct Shape {
+    std::uint32_t threads;
+    std::int64_t rows_per_tile, cols;
+  };
+  for (const Shape sh : {Shape{256, 1, 1025}, Shape{256, 5, 2048}, Shape{256, 3, 3000}, Shape{256, 2, 4096},
+                         Shape{256, 1, 4097}, Shape{256, 1, 8192}, Shape{128, 2, 3000}, Shape{128, 3, 1500},
+                         Shape{512, 3, 1500}, Shape{512, 1, 16384}}) {
+    for (const std::int64_t offset : {0, 1}) {
+      SCOPED_TRACE("threads " + std::to_string(sh.threads) + " rows per tile " + std::to_string(sh.rows_per_tile) +
+                   " cols " + std::to_string(sh.cols) + " offset " + std::to_string(offset));
+      const std::int64_t rows = 600 * sh.rows_per_tile + 5; // no grid of the defaults (at most 528 blocks) splits finer
+      TilePolicy tiles;
+      tiles.waves = 1;
+      tiles.row_tile_elements = sh.rows_per_tile * sh.cols;
+      Graph g("medium-softmax");
+      g.add_buffer("m", DType::f32, {rows * sh.cols + offset}, InitUniform{-8, 8, static_cast<std::uint64_t>(sh.cols)});
+      g.add_buffer("sm", DType::f32, {rows, sh.cols});
+      g.add_buffer("lsm", DType::f32, {rows, sh.cols});
+      g.softmax("softmax", ViewSpec::block("m", offset, rows, sh.cols), "sm");
+      g.softmax("logsoftmax", ViewSpec::block("m", offset, rows, sh.cols), "lsm", true);
+      every_mode(g, sh.threads, tiles);
+    }
+  }
+}
+
+// The same at a size the sanitizers can afford (racecheck covers the warps' shared partials, two sets used in
+// turn): one block per SM and tiles of 9 rows of 1025 columns, so 2 quads per thread and passes of 4, 4 and 1 rows.
+TEST_F(GpuOps, MediumSoftmaxRowsSmall) {
+  const std::int64_t rows = 132 * 9, cols = 1025;
+  Graph g("medium-softmax-small");
+  g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-6, 6, 5});
+  g.add_buffer("sm", DType::f32, {rows, cols});
+  g.softmax("softmax", "m", "sm");
+  TilePolicy tiles;
+  tiles.waves = 1;
+  tiles.row_tile_elements = 9 * cols;
+  every_mode(g, 256, tiles, 1);
 }
 
 TEST_F(GpuOps, ZeroLength) {
