@@ -40,8 +40,7 @@ public:
   void sync() {}
   std::uint32_t share(std::uint32_t v) { return v; }
   std::uint32_t smid() const { return index_; }
-  void prefetch(const void*) {}
-  void stage(std::uint32_t) {}
+  void stage(const program::TileDesc&, std::uint32_t) {}
   bool execute(std::uint32_t tile) { return cpu::execute_tile(v_, r_, index_, tile); }
   void fill_sentinels() { cpu::fill_sentinels(v_, index_, v_.grid_blocks); }
   bool level_barrier(std::uint64_t generation) {
@@ -92,12 +91,14 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   std::vector<void*> table(buffers_.size());
   for (std::size_t b = 0; b < buffers_.size(); ++b) table[b] = buffers_[b].data();
   const std::vector<std::int64_t> sentinels = sentinel_ranges(p);
+  const std::vector<program::TileDesc> descs = block_descs(p);
   if (epoch_ == 0xfffffff0u) reset_state(); // epochs are 32-bit in flags and look-back words
 
   const program::ProgramView v =
       make_view(p, {p.tasks.data(), p.tiles.data(), p.deps.data(), p.level_begin.data(),
                     p.block_begin.empty() ? nullptr : p.block_begin.data(),
-                    p.block_tiles.empty() ? nullptr : p.block_tiles.data(), table.data(), sentinels.data(),
+                    p.block_tiles.empty() ? nullptr : p.block_tiles.data(),
+                    p.block_tiles.empty() ? nullptr : descs.data(), table.data(), sentinels.data(),
                     arena_->bytes});
 
   const bool kernel_fill = p.mode == SyncMode::sentinel && options.sentinel_fill == SentinelFill::kernel;

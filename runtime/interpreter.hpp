@@ -8,9 +8,11 @@
 //   void sync();                      // block-wide barrier (CPU: no-op)
 //   std::uint32_t share(std::uint32_t v);  // the leader's v, to every thread (includes a sync)
 //   std::uint32_t smid();
-//   void prefetch(const void* p);     // a hint: bring the line of p closer (GPU: into L1); may do nothing
-//   void stage(std::uint32_t tile);   // start loading the tile's descriptors for execute (no barrier; the next
-//                                     // sync/share publishes them)
+//   void stage(const TileDesc& t, std::uint32_t next_task);
+//                                     // start loading the claimed tile's descriptors for execute (no barrier; the
+//                                     // next sync/share publishes them); next_task: the task of the block's next
+//                                     // tile when the schedule knows it (else kNoTile), whose descriptor may be
+//                                     // loaded early
 //   bool execute(std::uint32_t tile); // run the staged tile's body with every thread; false: the run was aborted.
 //                                     // Returns true after a block barrier that follows every thread's stores.
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
@@ -51,12 +53,6 @@ struct Arena {
 
 namespace detail {
 
-GRIDFLOW_HOST_DEVICE protocol::WaitSite wait_site(const ProgramView& v, const RunParams& r, std::uint32_t block,
-                                                  std::uint32_t tile) {
-  const std::uint32_t task = tile < v.num_tiles ? v.tiles[tile].task : 0;
-  return {reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, block, tile, task};
-}
-
 GRIDFLOW_HOST_DEVICE void raise_bad_descriptor(const ProgramView& v, std::uint32_t block, std::uint32_t tile,
                                                std::uint32_t field) {
   ErrorRecord e;
@@ -76,24 +72,27 @@ struct Cursor {
   bool has_ahead = false;
 };
 
-// Every thread. Next entry of the block's static list below `last`, or kNoTile: every thread reads the same entry
-// (no broadcast barrier). A static list is known ahead, so the leader also asks L1 for what the next claims read: the
-// tile descriptor two entries ahead, and the task descriptor one ahead (whose tile descriptor the previous claim
-// asked for). A hint only: on the H200, descriptor_ok's load still waited (docs/PERFORMANCE.md, run 22).
-// Bounds-checked: a bad entry is reported when claimed.
-template <class Block> GRIDFLOW_HOST_DEVICE std::uint32_t claim_static(Block& blk, Cursor& cursor, std::uint32_t last) {
+// A claimed tile (tile == kNoTile: none left), with its descriptor, and the task of the block's next tile where the
+// schedule already knows it (static lists; kNoTile otherwise), so the block can start loading that one early.
+struct Claim {
+  std::uint32_t tile = kNoTile;
+  TileDesc desc{};
+  std::uint32_t next_task = kNoTile;
+};
+
+// Every thread. Next entry of the block's static list below `last`, or none: every thread reads the same entry
+// (no broadcast barrier), and its descriptor from the list's own copy of the descriptors (block_descs), so no load
+// waits for another. An entry that is no tile id is claimed all the same, so descriptor_ok reports it.
+template <class Block> GRIDFLOW_HOST_DEVICE Claim claim_static(Block& blk, Cursor& cursor, std::uint32_t last) {
   const ProgramView& v = blk.view();
-  if (cursor.next >= cursor.end || v.block_tiles[cursor.next] >= last) return kNoTile;
-  const std::uint32_t tile = v.block_tiles[cursor.next++];
-  if (blk.is_leader()) {
-    if (cursor.next + 1 < cursor.end && v.block_tiles[cursor.next + 1] < v.num_tiles)
-      blk.prefetch(&v.tiles[v.block_tiles[cursor.next + 1]]);
-    if (cursor.next < cursor.end && v.block_tiles[cursor.next] < v.num_tiles) {
-      const std::uint32_t task = v.tiles[v.block_tiles[cursor.next]].task;
-      if (task < v.num_tasks) blk.prefetch(&v.tasks[task]);
-    }
-  }
-  return tile;
+  Claim c;
+  if (cursor.next >= cursor.end) return c;
+  const std::uint32_t tile = v.block_tiles[cursor.next];
+  if (tile >= last && tile < v.num_tiles) return c; // a later level's
+  c.tile = tile;
+  c.desc = v.block_descs[cursor.next];
+  if (++cursor.next < cursor.end) c.next_task = v.block_descs[cursor.next].task;
+  return c;
 }
 
 // Leader only. Next tile in [first, last) of the global order from ticket counter `slot`, or kNoTile. A block stops
@@ -119,21 +118,24 @@ GRIDFLOW_HOST_DEVICE std::uint32_t claim_dynamic(Block& blk, Cursor& cursor, std
   return first + static_cast<std::uint32_t>(ticket);
 }
 
-// Every thread: the block's next tile in [first, last) (slot: the dynamic ticket counter), or kNoTile.
+// Every thread: the block's next tile in [first, last) (slot: the dynamic ticket counter), or none.
 template <class Block>
-GRIDFLOW_HOST_DEVICE std::uint32_t claim(Block& blk, Cursor& cursor, std::uint32_t slot, std::uint32_t first,
-                                         std::uint32_t last) {
-  if (blk.view().block_begin != nullptr) return claim_static(blk, cursor, last);
-  return blk.share(blk.is_leader() ? claim_dynamic(blk, cursor, slot, first, last) : 0u);
+GRIDFLOW_HOST_DEVICE Claim claim(Block& blk, Cursor& cursor, std::uint32_t slot, std::uint32_t first,
+                                 std::uint32_t last) {
+  const ProgramView& v = blk.view();
+  if (v.block_begin != nullptr) return claim_static(blk, cursor, last);
+  Claim c;
+  c.tile = blk.share(blk.is_leader() ? claim_dynamic(blk, cursor, slot, first, last) : 0u);
+  if (c.tile < v.num_tiles) c.desc = v.tiles[c.tile];
+  return c;
 }
 
-// Leader only. Wait for every dependency of `tile`; false when the run was aborted.
-template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, std::uint32_t tile) {
+// Leader only. Wait for every dependency of `tile` (descriptor t); false when the run was aborted.
+template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, std::uint32_t tile, const TileDesc& t) {
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
   const Arena arena{v.state, v.layout};
-  const TileDesc& t = v.tiles[tile];
-  const protocol::WaitSite site = wait_site(v, r, blk.index(), tile);
+  const protocol::WaitSite site{reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, blk.index(), tile, t.task};
   for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) {
     const DepDesc dep = v.deps[d];
     if (dep.task >= v.num_tasks) {
@@ -155,22 +157,23 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, s
   return true;
 }
 
-// Leader only, after the block barrier that follows the body: publish completion of `tile`.
-template <class Block> GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::uint32_t tile) {
+// Leader only, after the block barrier that follows the body: publish completion of `tile` of `task`, as its task's
+// flags ask: only what some consumer waits for (the tile's flag, the task's counter).
+template <class Block>
+GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
   if (tile == r.fault_skip_signal_tile) return; // test-only fault: a lost signal
   const Arena arena{v.state, v.layout};
-  const TaskDesc& task = v.tasks[v.tiles[tile].task];
-  if (task.flags & kSignalTiles) protocol::publish_flag(arena.tile_flag(tile), r.epoch);
-  if (task.flags & kSignalCounter) protocol::signal_counter(arena.task_done(v.tiles[tile].task));
+  if (flags & kSignalTiles) protocol::publish_flag(arena.tile_flag(tile), r.epoch);
+  if (flags & kSignalCounter) protocol::signal_counter(arena.task_done(task));
 }
 
-// Uniform across the block (every thread evaluates the same descriptor); the leader records the error.
-template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, std::uint32_t tile) {
+// Uniform across the block (every thread evaluates the same claim); the leader records the error.
+template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, const Claim& c) {
   const ProgramView& v = blk.view();
-  if (tile >= v.num_tiles || v.tiles[tile].task >= v.num_tasks) {
-    if (blk.is_leader()) raise_bad_descriptor(v, blk.index(), tile, 0);
+  if (c.tile >= v.num_tiles || c.desc.task >= v.num_tasks) {
+    if (blk.is_leader()) raise_bad_descriptor(v, blk.index(), c.tile, 0);
     return false;
   }
   return true;
@@ -178,19 +181,20 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, std::
 
 // One tile: (claimed) -> wait -> execute -> signal, with trace timestamps. Returns false when aborted.
 template <class Block>
-GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, std::uint32_t tile, std::uint64_t claim_begin, bool wait, bool signal) {
+GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t claim_begin, bool wait, bool signal) {
   const RunParams& r = blk.params();
+  const std::uint32_t tile = c.tile;
   TileTrace* trace = r.tile_trace != nullptr && blk.is_leader() ? &r.tile_trace[tile] : nullptr;
   if (trace) {
     trace->claim_begin = claim_begin;
     trace->claimed = protocol::now_ns();
   }
   // Stage the descriptors before waiting, so their loads overlap the wait instead of following it.
-  blk.stage(tile);
+  blk.stage(c.desc, c.next_task);
   // Step 2: wait for the tile's inputs (leader polls, then the block barrier inside share() releases all and
   // publishes the staged descriptors).
-  if (wait && blk.view().tiles[tile].dep_count > 0) {
-    const std::uint32_t ok = blk.share(blk.is_leader() ? (wait_dependencies(blk, tile) ? 1u : 0u) : 0u);
+  if (wait && c.desc.dep_count > 0) {
+    const std::uint32_t ok = blk.share(blk.is_leader() ? (wait_dependencies(blk, tile, c.desc) ? 1u : 0u) : 0u);
     if (!ok) return false;
   } else {
     blk.sync();
@@ -200,14 +204,16 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, std::uint32_t tile, std::uint64_t
   if (!blk.execute(tile)) return false;
   if (trace) trace->executed = protocol::now_ns();
   // Step 4: signal: execute's closing block barrier ordered every thread's stores before the leader's release.
-  // (signal_tile publishes only what some consumer waits for: the tile's flag, its task's counter.)
-  if (signal && blk.is_leader()) signal_tile(blk, tile);
+  // The flags come from the task table, not from the staged copy: after execute's closing barrier, warp 1 of a
+  // block with a static list may already be staging the next tile over it (compute-sanitizer racecheck, H200,
+  // 2026-11-30, when the signal read the staged copy).
+  if (signal && blk.is_leader()) signal_tile(blk, tile, c.desc.task, blk.view().tasks[c.desc.task].flags);
   if (trace) {
     trace->signalled = protocol::now_ns();
     protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);
     trace->block = blk.index();
     trace->smid = blk.smid();
-    trace->task = blk.view().tiles[tile].task;
+    trace->task = c.desc.task;
     trace->tile = tile;
   }
   return true;
@@ -254,10 +260,9 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
       while (alive) {
         const std::uint64_t t0 = protocol::now_ns();
         // Step 1: claim within the level.
-        const std::uint32_t tile =
-            detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
-        if (tile == kNoTile) break;
-        alive = detail::descriptor_ok(blk, tile) && detail::run_tile(blk, tile, t0, false, false);
+        const detail::Claim c = detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
+        if (c.tile == kNoTile) break;
+        alive = detail::descriptor_ok(blk, c) && detail::run_tile(blk, c, t0, false, false);
       }
       if (level + 1 < v.num_levels) {
         if (!traced_barrier(blk, barrier_k++) && mode != SyncMode::grid_sync) return;
@@ -273,9 +278,9 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
   for (;;) {
     const std::uint64_t t0 = protocol::now_ns();
     // Step 1: claim the next tile (topological order).
-    const std::uint32_t tile = detail::claim(blk, cursor, 0, 0, v.num_tiles);
-    if (tile == kNoTile) return;
-    if (!detail::descriptor_ok(blk, tile) || !detail::run_tile(blk, tile, t0, true, true)) return;
+    const detail::Claim c = detail::claim(blk, cursor, 0, 0, v.num_tiles);
+    if (c.tile == kNoTile) return;
+    if (!detail::descriptor_ok(blk, c) || !detail::run_tile(blk, c, t0, true, true)) return;
   }
 }
 

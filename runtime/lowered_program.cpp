@@ -10,6 +10,7 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.level_begin = a.level_begin;
   v.block_begin = a.block_begin;
   v.block_tiles = a.block_tiles;
+  v.block_descs = a.block_descs;
   v.buffers = a.buffers;
   v.sentinel_ranges = a.sentinel_ranges;
   v.state = a.state;
@@ -25,6 +26,17 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.barriers_per_run = p.barriers_per_run;
   v.uses_tile_flags = p.uses_tile_flags ? 1u : 0u;
   return v;
+}
+
+std::vector<program::TileDesc> block_descs(const LoweredProgram& p) {
+  std::vector<program::TileDesc> out;
+  out.reserve(p.block_tiles.size());
+  for (const std::uint32_t tile : p.block_tiles) {
+    program::TileDesc d;
+    d.task = program::kNoTile;
+    out.push_back(tile < p.tiles.size() ? p.tiles[tile] : d);
+  }
+  return out;
 }
 
 std::vector<std::int64_t> sentinel_ranges(const LoweredProgram& p) {

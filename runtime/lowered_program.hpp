@@ -68,6 +68,7 @@ struct ProgramView {
   const std::uint32_t* level_begin = nullptr;
   const std::uint32_t* block_begin = nullptr; // null: dynamic claim
   const std::uint32_t* block_tiles = nullptr;
+  const TileDesc* block_descs = nullptr;       // static: the descriptor of each block_tiles entry (block_descs())
   void* const* buffers = nullptr;
   const std::int64_t* sentinel_ranges = nullptr; // per buffer b: [2b] offset, [2b + 1] count to pre-fill (0: none)
   unsigned char* state = nullptr;
@@ -105,6 +106,7 @@ struct ProgramArrays {
   const std::uint32_t* level_begin = nullptr;
   const std::uint32_t* block_begin = nullptr; // null when the program has no static schedule
   const std::uint32_t* block_tiles = nullptr;
+  const TileDesc* block_descs = nullptr;
   void* const* buffers = nullptr;
   const std::int64_t* sentinel_ranges = nullptr;
   unsigned char* state = nullptr;
@@ -114,6 +116,10 @@ struct ProgramArrays {
 
 // The ProgramView of `program` whose arrays live at `arrays`.
 program::ProgramView make_view(const LoweredProgram& program, const program::ProgramArrays& arrays);
+
+// Static schedule: tiles[block_tiles[i]] for each entry i, so a block reads its next tile's descriptor without first
+// waiting for the tile id. An entry out of range gets task kNoTile (the executor reports it when it is claimed).
+std::vector<program::TileDesc> block_descs(const LoweredProgram& program);
 
 // Per buffer b: [2b] offset and [2b + 1] count of the elements sentinel mode pre-fills (count 0: none).
 std::vector<std::int64_t> sentinel_ranges(const LoweredProgram& program);

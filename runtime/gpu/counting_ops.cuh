@@ -14,16 +14,16 @@ __device__ __forceinline__ int load_row_entry(const int* rows, std::size_t i) {
   return protocol::atomic_ref<int>(*const_cast<int*>(rows + i)).load(cuda::std::memory_order_relaxed);
 }
 
-template <int THREADS> __device__ void histogram_tile(const TileContext<THREADS>& c) {
-  const program::ItemRange items = program::tile_items(c.task, c.index);
-  const int bins = static_cast<int>(c.task.param);
-  int* counts = c.s.counting.counts;
+template <int THREADS> __device__ void histogram_tile(TileContext<THREADS> c) {
+  const program::ItemRange items = program::tile_items(c.task(), c.index);
+  const int bins = static_cast<int>(c.task().param);
+  int* counts = c.s().counting.counts;
   for (int b = threadIdx.x; b < bins; b += THREADS) counts[b] = 0;
   __syncthreads();
   kernels::block_count<THREADS>(c.template in<std::int32_t>() + items.begin, items.size(), bins, counts);
   __syncthreads();
   std::int32_t* out = c.template out<std::int32_t>();
-  if (c.task.num_tiles == 1) {
+  if (c.task().num_tiles == 1) {
     for (int b = threadIdx.x; b < bins; b += THREADS) out[b] = counts[b];
     return;
   }
@@ -31,25 +31,25 @@ template <int THREADS> __device__ void histogram_tile(const TileContext<THREADS>
   for (int b = threadIdx.x; b < bins; b += THREADS) rows[std::size_t{c.index} * bins + b] = counts[b];
   __syncthreads(); // every thread's row entries before the leader's release (arrive_is_last is acq_rel)
   if (threadIdx.x == 0) {
-    auto* counter = reinterpret_cast<std::uint64_t*>(c.v.state + c.task.counter);
-    c.s.flag = protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.r.epoch) ? 1 : 0;
+    auto* counter = reinterpret_cast<std::uint64_t*>(c.state + c.task().counter);
+    c.s().flag = protocol::arrive_is_last(counter, std::uint64_t{c.task().num_tiles} * c.epoch) ? 1 : 0;
   }
   __syncthreads();
-  if (!c.s.flag) return;
+  if (!c.s().flag) return;
   for (int b = threadIdx.x; b < bins; b += THREADS) {
     unsigned total = 0; // wraps like the reference's i32 adds
-    for (std::uint32_t j = 0; j < c.task.num_tiles; ++j)
+    for (std::uint32_t j = 0; j < c.task().num_tiles; ++j)
       total += static_cast<unsigned>(load_row_entry(rows, std::size_t{j} * bins + b));
     out[b] = static_cast<std::int32_t>(total);
   }
 }
 
-template <int THREADS> __device__ void scatter_tile(const TileContext<THREADS>& c) {
+template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
   constexpr int kSegments = THREADS / 32 < kernels::kScatterSegments ? THREADS / 32 : kernels::kScatterSegments;
-  const program::ItemRange items = program::tile_items(c.task, c.index);
-  const int bins = static_cast<int>(c.task.param);
+  const program::ItemRange items = program::tile_items(c.task(), c.index);
+  const int bins = static_cast<int>(c.task().param);
   const std::int32_t* keys = c.template in<std::int32_t>() + items.begin;
-  int* counts = c.s.counting.counts; // [segment][bin]
+  int* counts = c.s().counting.counts; // [segment][bin]
   const int warp = threadIdx.x / 32;
   for (int i = threadIdx.x; i < kSegments * bins; i += THREADS) counts[i] = 0;
   __syncthreads();
@@ -62,8 +62,8 @@ template <int THREADS> __device__ void scatter_tile(const TileContext<THREADS>& 
   // This tile's row, published behind its ready word; then the rows of every earlier tile.
   unsigned char* scratch = c.scratch();
   auto* rows = reinterpret_cast<int*>(scratch);
-  auto* ready = reinterpret_cast<std::uint64_t*>(scratch + program::scatter_ready_words_offset(c.task));
-  const bool several = c.task.num_tiles > 1;
+  auto* ready = reinterpret_cast<std::uint64_t*>(scratch + program::scatter_ready_words_offset(c.task()));
+  const bool several = c.task().num_tiles > 1;
   if (several) {
     for (int b = threadIdx.x; b < bins; b += THREADS) {
       int total = 0;
@@ -71,18 +71,18 @@ template <int THREADS> __device__ void scatter_tile(const TileContext<THREADS>& 
       rows[std::size_t{c.index} * bins + b] = total;
     }
     __syncthreads();
-    if (threadIdx.x == 0) protocol::publish_word(ready + c.index, c.r.epoch, 0);
+    if (threadIdx.x == 0) protocol::publish_word(ready + c.index, c.epoch, 0);
     for (std::uint32_t j = threadIdx.x; j < c.index; j += THREADS) {
       std::uint32_t unused = 0;
-      if (!protocol::wait_word(c.site.site, {program::WaitKind::lookback, c.site.task, j, c.r.epoch}, ready + j,
-                               c.r.epoch, unused))
+      if (!protocol::wait_word(c.site.site, {program::WaitKind::lookback, c.site.task, j, c.epoch}, ready + j,
+                               c.epoch, unused))
         *c.site.abort = 1;
     }
     __syncthreads(); // each thread's acquire, then the whole block's loads of the rows
     if (*c.site.abort) return;
   }
   // Each segment's first position per bin: offsets + earlier tiles' rows + earlier segments of this tile.
-  const std::int32_t* offsets = static_cast<const std::int32_t*>(c.v.buffers[c.task.aux_buffer]) + c.task.aux_offset;
+  const std::int32_t* offsets = c.template aux<const std::int32_t>();
   for (int b = threadIdx.x; b < bins; b += THREADS) {
     int next = offsets[b];
     if (several)
@@ -96,7 +96,7 @@ template <int THREADS> __device__ void scatter_tile(const TileContext<THREADS>& 
   __syncthreads();
   if (warp < kSegments) {
     std::int32_t* out = c.template out<std::int32_t>();
-    const auto out_size = static_cast<long long>(c.task.out_size);
+    const auto out_size = static_cast<long long>(c.task().out_size);
     const long long first = items.begin;
     kernels::warp_place_segment(keys, seg_begin, seg_end, bins, counts + warp * bins, [&](long long pos, long long i) {
       if (pos >= 0 && pos < out_size) out[pos] = static_cast<std::int32_t>(first + i);
@@ -104,17 +104,17 @@ template <int THREADS> __device__ void scatter_tile(const TileContext<THREADS>& 
   }
 }
 
-template <int THREADS, class T> __device__ void select_tile(const TileContext<THREADS>& c) {
+template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS> c) {
   constexpr int ITEMS = scan_items(THREADS);
   using Types = kernels::ScanTypes<THREADS, ITEMS, T>;
   using IntScan = cub::BlockScan<int, THREADS>;
-  const program::ItemRange items = program::tile_items(c.task, c.index);
+  const program::ItemRange items = program::tile_items(c.task(), c.index);
   const int valid = static_cast<int>(items.size());
-  const auto cmp = static_cast<CmpFn>(c.task.param);
-  const T threshold = from_bits<T>(c.task.param2);
+  const auto cmp = static_cast<CmpFn>(c.task().param);
+  const T threshold = from_bits<T>(c.task().param2);
   T x[ITEMS];
   int keep[ITEMS];
-  typename Types::Load(Types::load(c.s.scan)).Load(c.template in<T>() + items.begin, x, valid, T(0));
+  typename Types::Load(Types::load(c.s().scan)).Load(c.template in<T>() + items.begin, x, valid, T(0));
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const int i = static_cast<int>(threadIdx.x) * ITEMS + j; // blocked arrangement
@@ -122,27 +122,27 @@ template <int THREADS, class T> __device__ void select_tile(const TileContext<TH
   }
   __syncthreads();
   int pos[ITEMS];
-  LookbackPrefix<int, kernels::Sum> prefix{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task.num_tiles,
-                                           c.index, c.r.epoch, kernels::Sum{}};
-  IntScan(c.s.scan.scan_i32).ExclusiveScan(keep, pos, kernels::Sum{}, prefix);
+  LookbackPrefix<int, kernels::Sum> prefix{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles,
+                                           c.index, c.epoch, kernels::Sum{}};
+  IntScan(c.s().scan.scan_i32).ExclusiveScan(keep, pos, kernels::Sum{}, prefix);
   T* out = c.template out<T>();
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j)
     if (keep[j]) out[pos[j]] = x[j];
-  if (c.index + 1 == c.task.num_tiles && threadIdx.x == THREADS - 1) {
-    auto* count = static_cast<std::int32_t*>(c.v.buffers[c.task.aux_buffer]) + c.task.aux_offset;
+  if (c.index + 1 == c.task().num_tiles && threadIdx.x == THREADS - 1) {
+    auto* count = c.template aux<std::int32_t>();
     *count = pos[ITEMS - 1] + keep[ITEMS - 1];
   }
 }
 
 // The counting ops' dispatch; false for any other opcode.
 // Not inlined: the counting bodies keep their registers out of the megakernel's main path.
-template <int THREADS> __device__ __noinline__ bool dispatch_counting(const TileContext<THREADS>& c) {
-  switch (static_cast<program::Opcode>(c.task.opcode)) {
+template <int THREADS> __device__ __noinline__ bool dispatch_counting(TileContext<THREADS> c) {
+  switch (static_cast<program::Opcode>(c.task().opcode)) {
   case program::Opcode::histogram: histogram_tile<THREADS>(c); return true;
   case program::Opcode::scatter: scatter_tile<THREADS>(c); return true;
   case program::Opcode::select:
-    c.task.dtype == static_cast<std::uint32_t>(DType::i32) ? select_tile<THREADS, std::int32_t>(c)
+    c.task().dtype == static_cast<std::uint32_t>(DType::i32) ? select_tile<THREADS, std::int32_t>(c)
                                                            : select_tile<THREADS, float>(c);
     return true;
   default: return false;

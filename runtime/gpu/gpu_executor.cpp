@@ -31,6 +31,7 @@ public:
     d_levels_ = DeviceBuffer::of(p_.level_begin);
     d_block_begin_ = DeviceBuffer::of(p_.block_begin);
     d_block_tiles_ = DeviceBuffer::of(p_.block_tiles);
+    d_block_descs_ = DeviceBuffer::of(block_descs(p_));
     d_sentinels_ = DeviceBuffer::of(sentinel_ranges(p_));
     std::vector<void*> table;
     for (const BufferInfo& b : p_.buffers) {
@@ -45,6 +46,7 @@ public:
                            d_deps_.as<program::DepDesc>(), d_levels_.as<std::uint32_t>(),
                            p_.block_begin.empty() ? nullptr : d_block_begin_.as<std::uint32_t>(),
                            p_.block_tiles.empty() ? nullptr : d_block_tiles_.as<std::uint32_t>(),
+                           p_.block_tiles.empty() ? nullptr : d_block_descs_.as<program::TileDesc>(),
                            d_table_.as<void* const>(), d_sentinels_.as<std::int64_t>(),
                            state_.as<unsigned char>()});
   }
@@ -211,7 +213,7 @@ private:
   GpuShape shape_;
   DeviceInfo device_;
   const void* entry_ = nullptr;
-  DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_sentinels_, d_table_, state_;
+  DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_, d_table_, state_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer tile_trace_, barrier_trace_;
   program::ProgramView view_;

@@ -37,8 +37,9 @@ public:
     return id;
   }
 
-  __device__ void prefetch(const void* p) const { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-  __device__ void stage(std::uint32_t tile) { stage_tile<THREADS>(v_, s_, tile); }
+  __device__ void stage(const program::TileDesc& t, std::uint32_t next_task) {
+    stage_tile<THREADS>(v_, s_, t, next_task, ahead_);
+  }
   __device__ bool execute(std::uint32_t tile) { return execute_tile<THREADS>(v_, r_, s_, tile); }
 
   __device__ void fill_sentinels() const {
@@ -73,22 +74,24 @@ private:
   const program::RunParams& r_;
   SharedStorage<THREADS>& s_;
   std::uint32_t turn_ = 0;
+  TaskLookahead ahead_; // warp 1 only
 };
 
 // Register budget: 128 per thread (512 / THREADS blocks per SM guaranteed; 1024-thread blocks get 64). A tighter
 // budget spills the register tiles of the scan and softmax bodies.
 template <int THREADS> constexpr int min_blocks_per_sm() { return THREADS >= 512 ? 1 : 512 / THREADS; }
 
-// The parameters are __grid_constant__: the blocks keep references to them (GpuBlock, TileContext), and without it
+// The parameters are __grid_constant__: the blocks keep references to them (GpuBlock, execute_tile), and without it
 // taking their address copies them to every thread's local memory, putting a local load in front of every
 // descriptor access.
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     megakernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params) {
-  __shared__ SharedStorage<THREADS> shared;
+  SharedStorage<THREADS>& shared = block_shared<THREADS>();
   init_shared(shared);
   GpuBlock<THREADS> block(view, params, shared);
   program::interpret(block);
+  drain_lookahead();
 }
 
 // Baseline: one ordinary launch per task, one block per tile, the same bodies; stream order replaces every
@@ -98,10 +101,11 @@ template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     task_kernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params,
                 std::uint32_t task) {
-  __shared__ SharedStorage<THREADS> shared;
+  SharedStorage<THREADS>& shared = block_shared<THREADS>();
   init_shared(shared);
   const std::uint32_t tile = view.tasks[task].first_tile + blockIdx.x;
-  stage_tile<THREADS>(view, shared, tile);
+  TaskLookahead none;
+  stage_tile<THREADS>(view, shared, view.tiles[tile], program::kNoTile, none);
   __syncthreads();
   execute_tile<THREADS>(view, params, shared, tile);
 }

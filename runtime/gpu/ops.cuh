@@ -15,6 +15,9 @@ namespace gridflow::gpu {
 
 constexpr int scan_items(int threads) { return kernels::scan_items_for(threads); }
 
+// The views stage_tile resolves (SharedStorage::views).
+inline constexpr int kInView = 0, kOutView = 1, kAuxView = 2;
+
 template <int THREADS> struct SharedStorage {
   union {
     kernels::ReduceStorage<THREADS> reduce;
@@ -24,6 +27,8 @@ template <int THREADS> struct SharedStorage {
   };
   program::TaskDesc task;      // the running tile's task descriptor (stage_tile copies it in with one load)
   program::TileDesc tile;      // the running tile's descriptor (stage_tile)
+  void* views[3];              // base of the input, output and aux views (stage_tile): buffer + 4-byte offset
+  std::uint32_t ahead[32];     // the descriptor of the block's next task, copied early (stage_tile, warp 1 only)
   kernels::StreamState stream; // the bulk-copy ring's barriers (the ring itself is in the union), set at launch
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
   std::uint32_t turn;
@@ -32,19 +37,30 @@ template <int THREADS> struct SharedStorage {
   std::uint32_t carry;    // body-internal broadcast of a scan tile's carry (bits)
 };
 
-template <int THREADS> struct TileContext {
-  const program::ProgramView& v;
-  const program::RunParams& r;
-  SharedStorage<THREADS>& s;
-  const program::TaskDesc& task;
-  std::uint32_t index; // tile index within the task
-  TileSite site;
+// The block's shared storage: one static __shared__ object per block size. Every function names it here rather
+// than receiving a reference, so a body compiled as a separate (non-inlined) function still addresses it as shared
+// memory (LDS/STS); through a reference it would be a generic pointer read back from the caller's stack.
+template <int THREADS> __device__ __forceinline__ SharedStorage<THREADS>& block_shared() {
+  __shared__ SharedStorage<THREADS> storage;
+  return storage;
+}
 
-  template <class T> __device__ T* in() const { return static_cast<T*>(v.buffers[task.in_buffer]) + task.in_offset; }
-  template <class T> __device__ T* out() const { return static_cast<T*>(v.buffers[task.out_buffer]) + task.out_offset; }
-  __device__ unsigned char* scratch() const { return v.state + task.scratch; }
-  __device__ kernels::BlockStream<THREADS> reduce_stream() const { return {&s.reduce.ring, &s.stream}; }
-  __device__ kernels::BlockStream<THREADS> softmax_stream() const { return {&s.softmax.ring, &s.stream}; }
+// What a body needs beyond the staged descriptors, passed by value (registers) into the op table. The task
+// descriptor and the views' base pointers are the ones stage_tile put in the block's shared storage.
+template <int THREADS> struct TileContext {
+  unsigned char* state; // the state arena
+  std::uint32_t epoch;  // this run's epoch
+  std::uint32_t index;  // tile index within the task
+  TileSite site;        // where a failed wait inside the body is recorded
+
+  __device__ static SharedStorage<THREADS>& s() { return block_shared<THREADS>(); }
+  __device__ static const program::TaskDesc& task() { return s().task; }
+  template <class T> __device__ static T* in() { return static_cast<T*>(s().views[kInView]); }
+  template <class T> __device__ static T* out() { return static_cast<T*>(s().views[kOutView]); }
+  template <class T> __device__ static T* aux() { return static_cast<T*>(s().views[kAuxView]); }
+  __device__ unsigned char* scratch() const { return state + task().scratch; }
+  __device__ static kernels::BlockStream<THREADS> reduce_stream() { return {&s().reduce.ring, &s().stream}; }
+  __device__ static kernels::BlockStream<THREADS> softmax_stream() { return {&s().softmax.ring, &s().stream}; }
 };
 
 // Writes a reduction result: argmax stores the index (i32 output), the others the value.
@@ -55,14 +71,14 @@ __device__ __forceinline__ void write_result(ReduceFn fn, void* out, kernels::Ar
 }
 
 template <int THREADS, class T, class Load, class Store>
-__device__ void reduce_all(const TileContext<THREADS>& c, Load load, Store store) {
-  const auto fn = static_cast<ReduceFn>(c.task.fn);
-  const program::ItemRange items = program::tile_items(c.task, c.index);
+__device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
+  const auto fn = static_cast<ReduceFn>(c.task().fn);
+  const program::ItemRange items = program::tile_items(c.task(), c.index);
   const kernels::BlockStream<THREADS> stream = c.reduce_stream();
   const kernels::ArgBest<T> r = kernels::block_reduce_range<THREADS>(fn, c.template in<T>() + items.begin, items.size(),
-                                                                      items.begin, load, c.s.reduce, &stream);
-  void* out = static_cast<char*>(c.v.buffers[c.task.out_buffer]) + 4 * c.task.out_offset;
-  if (c.task.num_tiles == 1) {
+                                                                      items.begin, load, c.s().reduce, &stream);
+  void* out = c.template out<char>();
+  if (c.task().num_tiles == 1) {
     if (threadIdx.x == 0) write_result(fn, out, r, store);
     return;
   }
@@ -70,11 +86,11 @@ __device__ void reduce_all(const TileContext<THREADS>& c, Load load, Store store
   auto* parts = reinterpret_cast<program::Partial*>(c.scratch());
   if (threadIdx.x == 0) {
     parts[c.index] = program::Partial{std::uint64_t{to_bits(r.value)}, r.index};
-    auto* counter = reinterpret_cast<std::uint64_t*>(c.v.state + c.task.counter);
-    c.s.flag = protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.r.epoch) ? 1 : 0;
+    auto* counter = reinterpret_cast<std::uint64_t*>(c.state + c.task().counter);
+    c.s().flag = protocol::arrive_is_last(counter, std::uint64_t{c.task().num_tiles} * c.epoch) ? 1 : 0;
   }
   __syncthreads();
-  if (!c.s.flag) return;
+  if (!c.s().flag) return;
   const auto get = [parts](unsigned k) {
     // Relaxed (L2) loads: the partials were written by other SMs during this run.
     auto* p = reinterpret_cast<std::uint64_t*>(&parts[k]);
@@ -82,17 +98,17 @@ __device__ void reduce_all(const TileContext<THREADS>& c, Load load, Store store
     const std::uint64_t index = protocol::atomic_ref<std::uint64_t>(p[1]).load(cuda::std::memory_order_relaxed);
     return kernels::ArgBest<T>{from_bits<T>(static_cast<std::uint32_t>(value)), static_cast<long long>(index)};
   };
-  const kernels::ArgBest<T> total = kernels::block_combine<THREADS, T>(fn, c.task.num_tiles, get, c.s.reduce);
+  const kernels::ArgBest<T> total = kernels::block_combine<THREADS, T>(fn, c.task().num_tiles, get, c.s().reduce);
   if (threadIdx.x == 0) write_result(fn, out, total, store);
 }
 
 template <int THREADS, class T, class Load, class Store>
-__device__ void reduce_rows(const TileContext<THREADS>& c, Load load, Store store) {
-  const auto fn = static_cast<ReduceFn>(c.task.fn);
-  const program::ItemRange rows = program::tile_items(c.task, c.index);
-  const long long cols = c.task.cols;
+__device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
+  const auto fn = static_cast<ReduceFn>(c.task().fn);
+  const program::ItemRange rows = program::tile_items(c.task(), c.index);
+  const long long cols = c.task().cols;
   const T* in = c.template in<T>();
-  char* out = static_cast<char*>(c.v.buffers[c.task.out_buffer]) + 4 * c.task.out_offset;
+  char* out = c.template out<char>();
   if (cols <= 2048) {
     const long long warp = threadIdx.x / 32, warps = THREADS / 32;
     for (long long row = rows.begin + warp; row < rows.end; row += warps) {
@@ -103,7 +119,7 @@ __device__ void reduce_rows(const TileContext<THREADS>& c, Load load, Store stor
     const kernels::BlockStream<THREADS> stream = c.reduce_stream();
     for (long long row = rows.begin; row < rows.end; ++row) {
       const kernels::ArgBest<T> r =
-          kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s.reduce, &stream);
+          kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s().reduce, &stream);
       if (threadIdx.x == 0) write_result(fn, out + 4 * row, r, store);
       __syncthreads();
     }
@@ -121,41 +137,41 @@ template <class Op> constexpr ReduceFn aggregate_fn() {
 // (lowering caps the tile so every block's tile fits at once; hit rates not yet measured), and the tile pays one
 // look-back per `chunks` register tiles.
 template <int THREADS, class T, class Op, class Load, class Store>
-__device__ void scan_all(const TileContext<THREADS>& c, Op op, Load load, Store store) {
+__device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) {
   constexpr long long kChunk = static_cast<long long>(THREADS) * scan_items(THREADS);
-  const program::ItemRange items = program::tile_items(c.task, c.index);
-  const bool exclusive = c.task.flags & program::kExclusive;
+  const program::ItemRange items = program::tile_items(c.task(), c.index);
+  const bool exclusive = c.task().flags & program::kExclusive;
   const T* in = c.template in<T>() + items.begin;
   T* out = c.template out<T>() + items.begin;
-  LookbackPrefix<T, Op> lookback{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task.num_tiles, c.index,
-                                 c.r.epoch, op};
-  if (c.task.tile_size == kChunk) {
+  LookbackPrefix<T, Op> lookback{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
+                                 c.epoch, op};
+  if (c.task().tile_size == kChunk) {
     kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in, out, static_cast<int>(items.size()),
-                                                              load, store, lookback, c.s.scan);
+                                                              load, store, lookback, c.s().scan);
     return;
   }
   const kernels::BlockStream<THREADS> stream = c.reduce_stream();
   const T aggregate =
-      kernels::block_reduce_range<THREADS>(aggregate_fn<Op>(), in, items.size(), 0, load, c.s.reduce, &stream).value;
+      kernels::block_reduce_range<THREADS>(aggregate_fn<Op>(), in, items.size(), 0, load, c.s().reduce, &stream).value;
   if (threadIdx.x < 32) { // warp 0: thread 0 holds the aggregate
     const T prefix = lookback(__shfl_sync(0xffffffffu, aggregate, 0));
-    if (threadIdx.x == 0) c.s.carry = to_bits(prefix);
+    if (threadIdx.x == 0) c.s().carry = to_bits(prefix);
   }
   __syncthreads();
-  kernels::RunningCarry<T, Op> carry{from_bits<T>(c.s.carry), op};
+  kernels::RunningCarry<T, Op> carry{from_bits<T>(c.s().carry), op};
   for (long long base = 0; base < items.size(); base += kChunk) {
     const long long n = items.size() - base < kChunk ? items.size() - base : kChunk;
     kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in + base, out + base, static_cast<int>(n),
-                                                              load, store, carry, c.s.scan);
+                                                              load, store, carry, c.s().scan);
     __syncthreads(); // the next chunk's load reuses the store's shared memory
   }
 }
 
 template <int THREADS, class T, class Op, class Load, class Store>
-__device__ void scan_rows(const TileContext<THREADS>& c, Op op, Load load, Store store) {
-  const program::ItemRange rows = program::tile_items(c.task, c.index);
-  const long long cols = c.task.cols;
-  const bool exclusive = c.task.flags & program::kExclusive;
+__device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store) {
+  const program::ItemRange rows = program::tile_items(c.task(), c.index);
+  const long long cols = c.task().cols;
+  const bool exclusive = c.task().flags & program::kExclusive;
   const T* in = c.template in<T>();
   T* out = c.template out<T>();
   if (cols <= 1024) {
@@ -164,33 +180,37 @@ __device__ void scan_rows(const TileContext<THREADS>& c, Op op, Load load, Store
       kernels::warp_scan_row(op, exclusive, in + row * cols, out + row * cols, cols, load, store);
   } else {
     for (long long row = rows.begin; row < rows.end; ++row)
-      kernels::block_scan_row<THREADS, scan_items(THREADS), T>(op, exclusive, in + row * cols, out + row * cols, cols, load, store, c.s.scan);
+      kernels::block_scan_row<THREADS, scan_items(THREADS), T>(op, exclusive, in + row * cols, out + row * cols, cols, load, store, c.s().scan);
   }
 }
 
 template <int THREADS, class Load, class Store>
-__device__ void softmax_rows(const TileContext<THREADS>& c, Load load, Store store) {
-  const program::ItemRange rows = program::tile_items(c.task, c.index);
-  const long long cols = c.task.cols;
-  const bool log = c.task.flags & program::kLogSoftmax;
+__device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
+  const program::ItemRange rows = program::tile_items(c.task(), c.index);
+  const long long cols = c.task().cols;
+  const bool log = c.task().flags & program::kLogSoftmax;
   const float* in = c.template in<float>();
   float* out = c.template out<float>();
   if (cols <= kernels::kShortRowMaxCols) {
-    kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s.softmax);
+    kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s().softmax);
+  } else if (cols <= kernels::register_row_max_cols<THREADS>()) {
+    if constexpr (kernels::register_row_max_cols<THREADS>() > 0)
+      kernels::block_softmax_rows_in_registers<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store,
+                                                        c.s().softmax);
   } else {
     const kernels::BlockStream<THREADS> stream = c.softmax_stream();
     for (long long row = rows.begin; row < rows.end; ++row)
-      kernels::block_softmax_row<THREADS>(in + row * cols, out + row * cols, cols, log, load, store, c.s.softmax,
+      kernels::block_softmax_row<THREADS>(in + row * cols, out + row * cols, cols, log, load, store, c.s().softmax,
                                           &stream);
   }
 }
 
 // Dispatch on opcode and element type for one pair of access policies.
 template <int THREADS, class Load, class Store>
-__device__ bool dispatch(const TileContext<THREADS>& c, Load load, Store store) {
-  const bool is_i32 = c.task.dtype == static_cast<std::uint32_t>(DType::i32);
-  const bool is_max = c.task.fn == static_cast<std::uint32_t>(ScanFn::max);
-  switch (static_cast<program::Opcode>(c.task.opcode)) {
+__device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
+  const bool is_i32 = c.task().dtype == static_cast<std::uint32_t>(DType::i32);
+  const bool is_max = c.task().fn == static_cast<std::uint32_t>(ScanFn::max);
+  switch (static_cast<program::Opcode>(c.task().opcode)) {
   case program::Opcode::reduce_all:
     is_i32 ? reduce_all<THREADS, std::int32_t>(c, load, store) : reduce_all<THREADS, float>(c, load, store);
     return true;

@@ -14,18 +14,61 @@ template <int THREADS> __device__ void init_shared(SharedStorage<THREADS>& s) {
   kernels::init_stream_state(s.stream); // ends with __syncthreads
 }
 
-// Copies the tile's descriptors (tile, then its task) to shared memory, with warp 1 alone and no barrier: the
-// caller's next block barrier publishes them. Warp 1, not warp 0, so the leader (thread 0) can poll for the tile's
-// inputs while these loads are in flight (the interpreter stages before it waits). The previous tile's readers of
-// s.task and s.tile are past the barrier that ends execute_tile. `tile` passed descriptor_ok.
+// Warp 1's copy-ahead of the next task descriptor (stage_tile): which task's words are in flight to s.ahead.
+struct TaskLookahead {
+  std::uint32_t task = program::kNoTile;
+};
+
+// Copies the tile's descriptor `t` and its task's descriptor to shared memory and resolves the task's views (buffer
+// base plus offset) there, with warp 1 alone and no barrier: the caller's next block barrier publishes them. Warp 1,
+// not warp 0, so the leader (thread 0) can poll for the tile's inputs while these loads are in flight (the
+// interpreter stages before it waits), and the body then starts from shared memory alone.
+// When the schedule names the block's next task (next_task), warp 1 also starts copying that descriptor into
+// s.ahead with asynchronous copies (cp.async), which land while this tile runs: the next stage_tile then reads
+// shared memory instead of waiting for global loads. Each lane copies, waits for and reads back only its own word.
+// The previous tile's readers of s.task, s.tile and s.views are past the barrier that ends execute_tile. `t` passed
+// descriptor_ok; a buffer index out of range resolves to null here and is reported by execute_tile.
 template <int THREADS>
-__device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, std::uint32_t tile) {
+__device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, const program::TileDesc& t,
+                           std::uint32_t next_task, TaskLookahead& ahead) {
   static_assert(THREADS >= 64 && sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
   if (threadIdx.x / 32 != 1) return;
   const unsigned lane = threadIdx.x % 32;
-  const program::TileDesc t = v.tiles[tile]; // the same 16 bytes for every lane: one transaction
-  reinterpret_cast<std::uint32_t*>(&s.task)[lane] = reinterpret_cast<const std::uint32_t*>(&v.tasks[t.task])[lane];
+  auto* task_words = reinterpret_cast<std::uint32_t*>(&s.task);
+#if __CUDA_ARCH__ >= 800
+  if (ahead.task == t.task) {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    task_words[lane] = s.ahead[lane];
+  } else
+#endif
+  {
+    task_words[lane] = reinterpret_cast<const std::uint32_t*>(&v.tasks[t.task])[lane];
+  }
   if (lane == 0) s.tile = t;
+#if __CUDA_ARCH__ >= 800
+  ahead.task = program::kNoTile;
+  if (next_task < v.num_tasks && next_task != t.task) {
+    const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(&s.ahead[lane]));
+    const auto* src = reinterpret_cast<const std::uint32_t*>(&v.tasks[next_task]) + lane;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\ncp.async.commit_group;" ::"r"(dst), "l"(src) : "memory");
+    ahead.task = next_task;
+  }
+#else
+  (void)next_task, (void)ahead;
+#endif
+  __syncwarp();
+  if (lane < 3) { // lanes 0, 1, 2: the input, output and aux views (elements are 4 bytes)
+    const std::uint32_t b = lane == kInView ? s.task.in_buffer : lane == kOutView ? s.task.out_buffer : s.task.aux_buffer;
+    const std::uint64_t offset = lane == kInView ? s.task.in_offset : lane == kOutView ? s.task.out_offset : s.task.aux_offset;
+    s.views[lane] = b < v.num_buffers ? static_cast<unsigned char*>(v.buffers[b]) + 4 * offset : nullptr;
+  }
+}
+
+// Warp 1 at the block's exit: no copy-ahead may still be writing shared memory.
+__device__ inline void drain_lookahead() {
+#if __CUDA_ARCH__ >= 800
+  if (threadIdx.x / 32 == 1) asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
@@ -56,7 +99,7 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
   }
   const protocol::WaitSite site{reinterpret_cast<program::ControlBlock*>(v.state), r.timeout_ns, blockIdx.x, tile,
                                 t.task};
-  const TileContext<THREADS> c{v, r, s, task, t.index, TileSite{site, t.task, &s.abort}};
+  const TileContext<THREADS> c{v.state, r.epoch, t.index, TileSite{site, t.task, &s.abort}};
   const bool poll = task.flags & program::kPollInputs;
   const bool canonical = task.flags & program::kSentinelOutput;
   bool known;

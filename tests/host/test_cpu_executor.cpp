@@ -287,6 +287,27 @@ TEST(CpuExecutor, CorruptOpcodeIsAnErrorNotACrash) {
   }
 }
 
+TEST(CpuExecutor, CorruptStaticListIsAnErrorNotACrash) {
+  Graph g("corrupt-list");
+  g.add_buffer("x", DType::f32, {100}, InitUniform{});
+  g.add_buffer("s", DType::f32, {1});
+  g.reduce("r", "x", "s", ReduceFn::sum);
+  LoweringOptions lo;
+  lo.grid_blocks = 2;
+  lo.schedule = Schedule::static_list;
+  LoweredProgram p = lower(g, analyze(g), lo);
+  ASSERT_FALSE(p.block_tiles.empty());
+  p.block_tiles[0] = 12345;
+  CpuExecutor ex(std::move(p));
+  try {
+    ex.run();
+    FAIL() << "expected a DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_descriptor));
+    EXPECT_EQ(e.record().tile, 12345u);
+  }
+}
+
 TEST(CpuExecutor, RepeatedRunsNeedNoReset) {
   Graph g = every_op_graph(1000, 5, 50);
   Session s(g, cpu_options(SyncMode::flags, 4));

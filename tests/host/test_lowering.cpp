@@ -334,6 +334,23 @@ TEST(Lowering, StaticScheduleCoversEveryTileInIncreasingOrder) {
   }
 }
 
+// The executors' copy of each static entry's descriptor (read by a claim without waiting for the tile id).
+TEST(Lowering, BlockDescsFollowTheStaticLists) {
+  LoweredProgram p = lower_graph(chain_graph(), SyncMode::flags, 7, Schedule::static_list);
+  std::vector<program::TileDesc> d = block_descs(p);
+  ASSERT_EQ(d.size(), p.block_tiles.size());
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    const program::TileDesc& t = p.tiles[p.block_tiles[i]];
+    EXPECT_EQ(d[i].task, t.task);
+    EXPECT_EQ(d[i].index, t.index);
+    EXPECT_EQ(d[i].dep_first, t.dep_first);
+    EXPECT_EQ(d[i].dep_count, t.dep_count);
+  }
+  p.block_tiles[0] = static_cast<std::uint32_t>(p.tiles.size()); // out of range: no descriptor to copy
+  EXPECT_EQ(block_descs(p)[0].task, program::kNoTile);
+  EXPECT_TRUE(block_descs(lower_graph(chain_graph(), SyncMode::flags, 7)).empty()); // dynamic: no lists
+}
+
 TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
   const Graph g = softmax_row_chain(8);
   const LoweredProgram p = lower_graph(g, SyncMode::flags, 16, Schedule::static_list);
