@@ -120,6 +120,11 @@ std::string profile_table(const ProfileResult& r) {
       s += fmt::format("{:<32} {:>9.3f} {:>9} {:>9} {:>9.3f} {:>9.3f}\n", e.executor, e.analysis->claim.median_ns * 1e-3,
                        median_or_dash(e.analysis->stage), median_or_dash(e.analysis->dependency_wait),
                        e.analysis->body.median_ns * 1e-3, e.analysis->signal.median_ns * 1e-3);
+  const bool polled = std::any_of(r.traces.begin(), r.traces.end(),
+                                  [](const ProfiledTrace& t) { return t.program.mode == SyncMode::sentinel; });
+  if (polled)
+    s += "sentinel: a tile polls its inputs inside the body, so its body includes the wait for them (no wait "
+         "column)\n";
   return s;
 }
 

@@ -246,6 +246,7 @@ TEST(Profile, EveryModeOnTheCpuMatchesAndReportsShares) {
     EXPECT_LE(e.analysis->critical_path_ns, e.analysis->makespan_ns * 1.0001);
   }
   EXPECT_NE(profile_table(r).find("gridflow sentinel static"), std::string::npos);
+  EXPECT_NE(profile_table(r).find("sentinel: a tile polls its inputs inside the body"), std::string::npos);
 }
 
 } // namespace
