@@ -72,7 +72,7 @@ __device__ inline void drain_lookahead() {
 }
 
 // Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
-// Requires stage_tile(tile) and a block barrier since. On true it returns after a block barrier that follows every
+// Requires stage_tile of this tile and a block barrier since. On true it returns after a block barrier that follows every
 // thread's body stores, so the leader may signal the tile at once.
 template <int THREADS>
 __device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
