@@ -59,7 +59,7 @@ private:
 
 } // namespace
 
-CpuExecutor::CpuExecutor(LoweredProgram program) : program_(std::move(program)) {
+CpuExecutor::CpuExecutor(LoweredProgram program) : program_(std::move(program)), block_descs_(block_descs(program_)) {
   for (const BufferInfo& b : program_.buffers) buffers_.emplace_back(b.dtype, b.elements);
   reset_state();
 }
@@ -91,14 +91,13 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   std::vector<void*> table(buffers_.size());
   for (std::size_t b = 0; b < buffers_.size(); ++b) table[b] = buffers_[b].data();
   const std::vector<std::int64_t> sentinels = sentinel_ranges(p);
-  const std::vector<program::TileDesc> descs = block_descs(p);
   if (epoch_ == 0xfffffff0u) reset_state(); // epochs are 32-bit in flags and look-back words
 
   const program::ProgramView v =
       make_view(p, {p.tasks.data(), p.tiles.data(), p.deps.data(), p.level_begin.data(),
                     p.block_begin.empty() ? nullptr : p.block_begin.data(),
                     p.block_tiles.empty() ? nullptr : p.block_tiles.data(),
-                    p.block_tiles.empty() ? nullptr : descs.data(), table.data(), sentinels.data(),
+                    p.block_tiles.empty() ? nullptr : block_descs_.data(), table.data(), sentinels.data(),
                     arena_->bytes});
 
   const bool kernel_fill = p.mode == SyncMode::sentinel && options.sentinel_fill == SentinelFill::kernel;

@@ -31,6 +31,7 @@ private:
   void reset_state();
 
   LoweredProgram program_;
+  std::vector<program::TileDesc> block_descs_; // the static lists' descriptors (block_descs), built once
   std::vector<HostTensor> buffers_;
   struct Arena;
   std::unique_ptr<Arena> arena_;

@@ -144,6 +144,24 @@ TEST_F(GpuOps, StreamedReadsSmall) {
   every_mode(g);
 }
 
+// Softmax and log-softmax of a rows x cols view starting `offset` elements into its buffer (inputs in [-range,
+// range)), and the tile policy that gives exactly `rows_per_tile` rows per tile when no grid splits finer.
+Graph softmax_rows_graph(const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t offset, double range) {
+  Graph g(name);
+  g.add_buffer("m", DType::f32, {rows * cols + offset}, InitUniform{-range, range, static_cast<std::uint64_t>(cols)});
+  g.add_buffer("sm", DType::f32, {rows, cols});
+  g.add_buffer("lsm", DType::f32, {rows, cols});
+  g.softmax("softmax", ViewSpec::block("m", offset, rows, cols), "sm");
+  g.softmax("logsoftmax", ViewSpec::block("m", offset, rows, cols), "lsm", true);
+  return g;
+}
+TilePolicy rows_per_tile_policy(std::int64_t rows_per_tile, std::int64_t cols) {
+  TilePolicy tiles;
+  tiles.waves = 1;
+  tiles.row_tile_elements = rows_per_tile * cols;
+  return tiles;
+}
+
 // Short softmax rows spread over groups of warps (kernels::short_row_group_warps): tiles of exactly `rows_per_tile`
 // rows (the last one partial) so groups of 2, 4 and 8 warps, several passes of one-row groups and the warp-per-row
 // path are all taken; odd column counts (scalar tails), a view starting off a 16-byte boundary (scalar accesses) and
@@ -158,16 +176,8 @@ TEST_F(GpuOps, ShortSoftmaxRowsAcrossWarps) {
       SCOPED_TRACE("rows per tile " + std::to_string(sh.rows_per_tile) + " cols " + std::to_string(sh.cols) +
                    " offset " + std::to_string(offset));
       const std::int64_t rows = 2048 * sh.rows_per_tile + 5; // enough rows that no grid up to 2048 blocks splits finer
-      TilePolicy tiles;
-      tiles.waves = 1;
-      tiles.row_tile_elements = sh.rows_per_tile * sh.cols;
-      Graph g("short-softmax");
-      g.add_buffer("m", DType::f32, {rows * sh.cols + offset}, InitUniform{-6, 6, static_cast<std::uint64_t>(sh.cols)});
-      g.add_buffer("sm", DType::f32, {rows, sh.cols});
-      g.add_buffer("lsm", DType::f32, {rows, sh.cols});
-      g.softmax("softmax", ViewSpec::block("m", offset, rows, sh.cols), "sm");
-      g.softmax("logsoftmax", ViewSpec::block("m", offset, rows, sh.cols), "lsm", true);
-      every_mode(g, 256, tiles);
+      every_mode(softmax_rows_graph("short-softmax", rows, sh.cols, offset, 6), 256,
+                 rows_per_tile_policy(sh.rows_per_tile, sh.cols));
     }
   }
 }
@@ -201,16 +211,8 @@ TEST_F(GpuOps, MediumSoftmaxRowsInRegisters) {
       SCOPED_TRACE("threads " + std::to_string(sh.threads) + " rows per tile " + std::to_string(sh.rows_per_tile) +
                    " cols " + std::to_string(sh.cols) + " offset " + std::to_string(offset));
       const std::int64_t rows = 600 * sh.rows_per_tile + 5; // no grid of the defaults (at most 528 blocks) splits finer
-      TilePolicy tiles;
-      tiles.waves = 1;
-      tiles.row_tile_elements = sh.rows_per_tile * sh.cols;
-      Graph g("medium-softmax");
-      g.add_buffer("m", DType::f32, {rows * sh.cols + offset}, InitUniform{-8, 8, static_cast<std::uint64_t>(sh.cols)});
-      g.add_buffer("sm", DType::f32, {rows, sh.cols});
-      g.add_buffer("lsm", DType::f32, {rows, sh.cols});
-      g.softmax("softmax", ViewSpec::block("m", offset, rows, sh.cols), "sm");
-      g.softmax("logsoftmax", ViewSpec::block("m", offset, rows, sh.cols), "lsm", true);
-      every_mode(g, sh.threads, tiles);
+      every_mode(softmax_rows_graph("medium-softmax", rows, sh.cols, offset, 8), sh.threads,
+                 rows_per_tile_policy(sh.rows_per_tile, sh.cols));
     }
   }
 }
@@ -223,10 +225,7 @@ TEST_F(GpuOps, MediumSoftmaxRowsSmall) {
   g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-6, 6, 5});
   g.add_buffer("sm", DType::f32, {rows, cols});
   g.softmax("softmax", "m", "sm");
-  TilePolicy tiles;
-  tiles.waves = 1;
-  tiles.row_tile_elements = 9 * cols;
-  every_mode(g, 256, tiles, 1);
+  every_mode(g, 256, rows_per_tile_policy(9, cols), 1);
 }
 
 TEST_F(GpuOps, ZeroLength) {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <limits>
+#include <optional>
 
 namespace gridflow {
 namespace {
@@ -268,44 +269,47 @@ TEST(CpuExecutor, SameExecutorRunsAgainAfterAWatchdogError) {
   EXPECT_TRUE(s.check().passed);
 }
 
-TEST(CpuExecutor, CorruptOpcodeIsAnErrorNotACrash) {
+// One sum reduce of 100 elements, lowered for 2 workers, for the tests that corrupt the lowered program.
+LoweredProgram one_reduce_program(Schedule schedule) {
   Graph g("corrupt");
   g.add_buffer("x", DType::f32, {100}, InitUniform{});
   g.add_buffer("s", DType::f32, {1});
   g.reduce("r", "x", "s", ReduceFn::sum);
   LoweringOptions lo;
   lo.grid_blocks = 2;
-  LoweredProgram p = lower(g, analyze(g), lo);
-  p.tasks[0].opcode = 99;
+  lo.schedule = schedule;
+  return lower(g, analyze(g), lo);
+}
+
+// The DeviceError a run of `p` ends with; empty (and a test failure) when it ends any other way.
+std::optional<DeviceError> run_expecting_device_error(LoweredProgram p) {
   CpuExecutor ex(std::move(p));
   try {
     ex.run();
-    FAIL() << "expected a DeviceError";
   } catch (const DeviceError& e) {
-    EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_opcode));
-    EXPECT_NE(std::string(e.what()).find("unknown opcode 99"), std::string::npos) << e.what();
+    return e;
   }
+  ADD_FAILURE() << "expected a DeviceError";
+  return std::nullopt;
+}
+
+TEST(CpuExecutor, CorruptOpcodeIsAnErrorNotACrash) {
+  LoweredProgram p = one_reduce_program(Schedule::dynamic);
+  p.tasks[0].opcode = 99;
+  const std::optional<DeviceError> e = run_expecting_device_error(std::move(p));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_opcode));
+  EXPECT_NE(std::string(e->what()).find("unknown opcode 99"), std::string::npos) << e->what();
 }
 
 TEST(CpuExecutor, CorruptStaticListIsAnErrorNotACrash) {
-  Graph g("corrupt-list");
-  g.add_buffer("x", DType::f32, {100}, InitUniform{});
-  g.add_buffer("s", DType::f32, {1});
-  g.reduce("r", "x", "s", ReduceFn::sum);
-  LoweringOptions lo;
-  lo.grid_blocks = 2;
-  lo.schedule = Schedule::static_list;
-  LoweredProgram p = lower(g, analyze(g), lo);
+  LoweredProgram p = one_reduce_program(Schedule::static_list);
   ASSERT_FALSE(p.block_tiles.empty());
   p.block_tiles[0] = 12345;
-  CpuExecutor ex(std::move(p));
-  try {
-    ex.run();
-    FAIL() << "expected a DeviceError";
-  } catch (const DeviceError& e) {
-    EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_descriptor));
-    EXPECT_EQ(e.record().tile, 12345u);
-  }
+  const std::optional<DeviceError> e = run_expecting_device_error(std::move(p));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_descriptor));
+  EXPECT_EQ(e->record().tile, 12345u);
 }
 
 TEST(CpuExecutor, RepeatedRunsNeedNoReset) {
