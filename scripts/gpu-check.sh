@@ -115,8 +115,11 @@ if has hotspots; then
     >"$out/hotspots.log" 2>&1
   note "ncu hotspots" "rc=$?"
   ncu -i "$rep.ncu-rep" --page details >>"$out/hotspots.log" 2>&1
-  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$out/hotspots-sass.csv" 2>&1
-  note "ncu source page (sass)" "rc=$? $(wc -l <"$out/hotspots-sass.csv") lines"
+  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$out/hotspots-sass-all.csv" 2>&1
+  note "ncu source page (sass)" "rc=$? $(wc -l <"$out/hotspots-sass-all.csv") lines"
+  # Only the executed or sampled rows come back (the whole megakernel is some 400k SASS lines).
+  note "sass rows kept" "$(python3 scripts/sass_rows_hit.py "$out/hotspots-sass-all.csv" "$out/hotspots-sass.csv")"
+  rm -f "$out/hotspots-sass-all.csv"
   rm -f "$rep.ncu-rep"
   # The SASS itself is in hotspots-sass.csv (the executed and sampled lines are what matters); count its size.
   note "sass megakernel<256>" "$(cuobjdump -sass "$build/gridflow" 2>/dev/null |
