@@ -10,6 +10,9 @@
 #                                          Nsight Compute; hotspots samples the chain's stalls per SASS instruction and
 #                                          counts the 256-thread megakernel's SASS)
 #
+# GRIDFLOW_PREBUILT=DIR: use the programs of a tree from scripts/build-for-device.sh (built on a machine without a
+# GPU and carried here) instead of building.
+#
 # Keeps to what the device tool brings back (at most 8 files): summary.txt stays beside results.tar.gz, which holds
 # every log, JSON and report.
 set -uo pipefail
@@ -18,6 +21,11 @@ stages=${2:-build,test,sanitize,examples,bench}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 build=${GRIDFLOW_BUILD_DIR:-build-gpu}
+# A tree from scripts/build-for-device.sh, built elsewhere: no build here, its libraries first on the search path.
+if [ -n "${GRIDFLOW_PREBUILT:-}" ]; then
+  build=$GRIDFLOW_PREBUILT
+  export LD_LIBRARY_PATH="$PWD/$build/lib:$PWD/$build/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 summary="$out/summary.txt"
 : >"$summary"
 note() { printf '%-28s %s\n' "$1" "$2" | tee -a "$summary"; }
@@ -28,7 +36,13 @@ export PATH=/usr/local/cuda/bin:$PATH
   >"$out/machine.txt" 2>&1
 note "gpu" "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 
-if has build || [ ! -x "$build/tests/gridflow_device_tests" ]; then
+if [ -n "${GRIDFLOW_PREBUILT:-}" ] && ! "$build/tests/gridflow_device_tests" --gtest_list_tests >"$out/prebuilt.log" 2>&1; then
+  note "prebuilt" "$build does not run here (prebuilt.log): building instead"
+  GRIDFLOW_PREBUILT= build=${GRIDFLOW_BUILD_DIR:-build-gpu}
+fi
+if [ -n "${GRIDFLOW_PREBUILT:-}" ]; then
+  note "build" "prebuilt: $build ($(head -1 "$build/BUILD_INFO" 2>/dev/null | cut -c1-12))"
+elif has build || [ ! -x "$build/tests/gridflow_device_tests" ]; then
   t0=$(date +%s)
   if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
      cmake --build "$build" --parallel "$(nproc)" >>"$out/build.log" 2>&1; then
@@ -40,8 +54,12 @@ if has build || [ ! -x "$build/tests/gridflow_device_tests" ]; then
 fi
 
 if has test; then
-  "$build/tests/gridflow_host_tests" --gtest_brief=1 >"$out/tests.log" 2>&1
-  note "host tests" "$(grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | tr '\n' ' ')"
+  if [ -n "${GRIDFLOW_PREBUILT:-}" ]; then # they name the build machine's paths (the CLI, the sources)
+    note "host tests" "not run: prebuilt tree (the build machine and CI run them)"
+  else
+    "$build/tests/gridflow_host_tests" --gtest_brief=1 >"$out/tests.log" 2>&1
+    note "host tests" "$(grep -E '^\[  (PASSED|FAILED)' "$out/tests.log" | tr '\n' ' ')"
+  fi
   GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-250} \
   timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-420}" "$build/tests/gridflow_device_tests" --gtest_output=json:"$out/gpu-tests.json" >>"$out/tests.log" 2>&1
   rc=$?
@@ -122,7 +140,9 @@ if has hotspots; then
   rm -f "$out/hotspots-sass-all.csv"
   rm -f "$rep.ncu-rep"
   # The SASS itself is in hotspots-sass.csv (the executed and sampled lines are what matters); count its size.
-  note "sass megakernel<256>" "$(cuobjdump -sass "$build/gridflow" 2>/dev/null |
+  kernels=$build/gridflow
+  [ -f "$build/runtime/libgridflow_runtime.so" ] && kernels=$build/runtime/libgridflow_runtime.so
+  note "sass megakernel<256>" "$(cuobjdump -sass "$kernels" 2>/dev/null |
     awk '/Function : /{p = ($0 ~ /megakernelILi256E/)} p' | grep -cE '/\*[0-9a-f]+\*/') instructions"
 fi
 
