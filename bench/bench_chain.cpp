@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 using namespace gridflow;
 using namespace gridflow::bench;
 
@@ -95,6 +97,22 @@ int main(int argc, char** argv) {
                       ts.program().tiles.size());
               }
             }
+            // Poll pacing (sentinel polls, flags waits) against the default of 32 back-to-back polls, then sleeps
+            // from 32 ns doubling up to 512 ns: never sleeping, and sleeps capped at 64 ns.
+            if (bps == 2 && (mode == SyncMode::sentinel || (mode == SyncMode::flags && sched == Schedule::dynamic)))
+              for (const auto& [name, pacing] : {std::pair{"spin", program::PollPacing{0xffffffffu, 512}},
+                                                 std::pair{"sleep<=64ns", program::PollPacing{32, 64}}}) {
+                SessionOptions po = o;
+                po.exec.pacing = pacing;
+                Session ps(g, po);
+                ps.run();
+                if (!ps.check().passed) {
+                  fmt::print("CHECK FAILED {} poll {} {}\n", kind, name, ps.check().summary());
+                  return 1;
+                }
+                print(fmt::format("gridflow {} {} 2/SM poll {}", to_string(mode), to_string(sched), name),
+                      median_run_ms(ps, reps), ps.program().tiles.size());
+              }
             if (mode == SyncMode::sentinel && sched == Schedule::dynamic && bps == 2) {
               // Pre-fill inside the megakernel (one grid barrier) instead of a fill kernel at submission.
               SessionOptions kf = o;

@@ -40,14 +40,14 @@ public:
   void sync() {}
   std::uint32_t share(std::uint32_t v) { return v; }
   std::uint32_t smid() const { return index_; }
-  void stage(const program::TileDesc&, std::uint32_t) {}
+  void stage(std::uint32_t, const program::TileDesc&, std::uint32_t) {}
   bool execute(std::uint32_t tile) { return cpu::execute_tile(v_, r_, index_, tile); }
   void fill_sentinels() { cpu::fill_sentinels(v_, index_, v_.grid_blocks); }
   bool level_barrier(std::uint64_t generation) {
     // Both level modes use gridflow's barrier on the CPU (cooperative_groups exists only on the GPU).
     const program::Arena arena{v_.state, v_.layout};
     protocol::barrier_arrive(arena.barrier_counter());
-    const protocol::WaitSite site{arena.control(), r_.timeout_ns, index_, program::kNoTile, 0};
+    const protocol::WaitSite site{arena.control(), r_.timeout_ns, index_, program::kNoTile, 0, r_.pacing};
     return protocol::barrier_wait(site, arena.barrier_counter(), generation, v_.grid_blocks);
   }
 
@@ -114,6 +114,7 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   r.sentinel_fill = kernel_fill ? 1u : 0u;
   r.barrier_base = barrier_generations_;
   r.timeout_ns = options.timeout_ns;
+  r.pacing = options.pacing;
   r.tile_trace = options.trace ? result.tiles.data() : nullptr;
   r.barrier_trace = options.trace ? result.barriers.data() : nullptr;
   r.barriers_in_run = result.barriers_per_block;

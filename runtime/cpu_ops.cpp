@@ -28,7 +28,7 @@ struct TileCtx {
 
   protocol::WaitSite site() const {
     return {reinterpret_cast<program::ControlBlock*>(view.state), params.timeout_ns, worker, tile,
-            view.tiles[tile].task};
+            view.tiles[tile].task, params.pacing};
   }
   std::uint32_t* in_words() const { return static_cast<std::uint32_t*>(view.buffers[task.in_buffer]) + task.in_offset; }
   std::uint32_t* out_words() const {

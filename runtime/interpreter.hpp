@@ -8,7 +8,7 @@
 //   void sync();                      // block-wide barrier (CPU: no-op)
 //   std::uint32_t share(std::uint32_t v);  // the leader's v, to every thread (includes a sync)
 //   std::uint32_t smid();
-//   void stage(const TileDesc& t, std::uint32_t next_task);
+//   void stage(std::uint32_t tile, const TileDesc& t, std::uint32_t next_task);
 //                                     // start loading the claimed tile's descriptors for execute (no barrier; the
 //                                     // next sync/share publishes them); next_task: the task of the block's next
 //                                     // tile when the schedule knows it (else kNoTile), whose descriptor may be
@@ -135,7 +135,8 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, s
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
   const Arena arena{v.state, v.layout};
-  const protocol::WaitSite site{reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, blk.index(), tile, t.task};
+  const protocol::WaitSite site{reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, blk.index(), tile, t.task,
+                                r.pacing};
   for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) {
     const DepDesc dep = v.deps[d];
     if (dep.task >= v.num_tasks) {
@@ -190,7 +191,7 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
     trace->claimed = protocol::now_ns();
   }
   // Stage the descriptors before waiting, so their loads overlap the wait instead of following it.
-  blk.stage(c.desc, c.next_task);
+  blk.stage(c.tile, c.desc, c.next_task);
   // Step 2: wait for the tile's inputs (leader polls, then the block barrier inside share() releases all and
   // publishes the staged descriptors).
   if (wait && c.desc.dep_count > 0) {

@@ -163,6 +163,14 @@ static_assert(sizeof(BarrierTrace) == 16);
 
 inline constexpr std::uint32_t kNoTile = 0xffffffffu;
 
+// How a waiting GPU thread paces its polls: it polls back to back `spin_polls` times, then sleeps between polls
+// (__nanosleep), from 32 ns doubling up to `max_sleep_ns`. Sleeping keeps thousands of waiting blocks from
+// saturating the L2 with polls; it also delays noticing a value by up to the current sleep. The CPU yields instead.
+struct PollPacing {
+  std::uint32_t spin_polls = 32;
+  std::uint32_t max_sleep_ns = 512;
+};
+
 // Sentinel mode: the reserved f32 bit pattern producer outputs are pre-filled with (a signalling NaN payload).
 // No arithmetic produces it (the GPU returns the canonical NaN 0x7fffffff); a body that would store it stores
 // kCanonicalNanBits instead, so a consumer never mistakes a computed value for "not yet written".

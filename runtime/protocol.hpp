@@ -117,6 +117,7 @@ struct WaitSite {
   std::uint32_t block;
   std::uint32_t tile;
   std::uint32_t task;
+  program::PollPacing pacing{}; // how the wait polls (GPU)
 };
 
 // What is awaited, for the error record.
@@ -127,22 +128,21 @@ struct WaitTarget {
   std::uint64_t expected;
 };
 
-// Pause between polls. GPU: spin for the first polls (a hand-off is ~0.5 us), then __nanosleep doubling to a
-// cap so thousands of waiting blocks do not saturate the L2 with polls. CPU: yield, since workers may
-// outnumber cores.
+// Pause between polls, paced by program::PollPacing. GPU: spin for the first polls (a hand-off is ~0.5 us), then
+// __nanosleep doubling to a cap so thousands of waiting blocks do not saturate the L2 with polls. CPU: yield, since
+// workers may outnumber cores.
 struct Backoff {
-  static constexpr unsigned kSpinPolls = 32;
-  static constexpr unsigned kFirstSleepNs = 32;
-  static constexpr unsigned kMaxSleepNs = 512;
-  unsigned polls = 0;
-  unsigned sleep_ns = kFirstSleepNs;
+  static constexpr std::uint32_t kFirstSleepNs = 32;
+  program::PollPacing pacing;
+  std::uint32_t polls = 0;
+  std::uint32_t sleep_ns = pacing.max_sleep_ns < kFirstSleepNs ? pacing.max_sleep_ns : kFirstSleepNs;
 
   GRIDFLOW_HOST_DEVICE void pause() {
     ++polls;
 #if GRIDFLOW_DEVICE_PASS
-    if (polls > kSpinPolls) {
+    if (polls > pacing.spin_polls) {
       __nanosleep(sleep_ns);
-      sleep_ns = sleep_ns < kMaxSleepNs ? 2 * sleep_ns : kMaxSleepNs;
+      sleep_ns = sleep_ns < pacing.max_sleep_ns / 2 ? 2 * sleep_ns : pacing.max_sleep_ns;
     }
 #else
     std::this_thread::yield();
@@ -158,7 +158,7 @@ GRIDFLOW_HOST_DEVICE bool wait_until(const WaitSite& site, const WaitTarget& tar
   std::uint64_t seen = observe();
   if (done(seen)) return true;
   const std::uint64_t start = now_ns();
-  Backoff backoff;
+  Backoff backoff{site.pacing};
   for (;;) {
     backoff.pause();
     seen = observe();

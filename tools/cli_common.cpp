@@ -24,6 +24,9 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--blocks-per-sm", f.blocks_per_sm, "GPU blocks per SM (0: default)");
   cmd->add_option("--timeout-ms", f.timeout_ms, "watchdog: bound on every wait, in milliseconds")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--poll-spins", f.poll_spins, "GPU waits: polls back to back before the first sleep");
+  cmd->add_option("--poll-max-sleep-ns", f.poll_max_sleep_ns,
+                  "GPU waits: longest sleep between polls, in ns (sleeps start at 32 ns and double)");
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
   cmd->add_flag("--claim-ahead", f.claim_ahead,
                 "dynamic schedule: a block takes its next ticket while its tile runs (off by default: it slowed "
@@ -63,6 +66,7 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.exec.sentinel_fill = *parse_sentinel_fill(f.sentinel_fill);
   o.exec.timeout_ns = static_cast<std::uint64_t>(f.timeout_ms * 1e6);
   o.exec.claim_ahead = f.claim_ahead;
+  o.exec.pacing = {f.poll_spins, f.poll_max_sleep_ns};
   o.cpu_workers = f.workers;
   o.threads_per_block = f.threads;
   o.blocks_per_sm = f.blocks_per_sm;

@@ -32,6 +32,8 @@ struct SessionFlags {
   std::uint32_t threads = 256;
   std::uint32_t blocks_per_sm = 0;
   double timeout_ms = 10000.0;
+  std::uint32_t poll_spins = program::PollPacing{}.spin_polls;
+  std::uint32_t poll_max_sleep_ns = program::PollPacing{}.max_sleep_ns;
   bool no_tile_deps = false;
   bool claim_ahead = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;

@@ -74,12 +74,12 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
     if (threadIdx.x == 0) protocol::publish_word(ready + c.index, c.epoch, 0);
     for (std::uint32_t j = threadIdx.x; j < c.index; j += THREADS) {
       std::uint32_t unused = 0;
-      if (!protocol::wait_word(c.site.site, {program::WaitKind::lookback, c.site.task, j, c.epoch}, ready + j,
+      if (!protocol::wait_word(c.site().site, {program::WaitKind::lookback, c.site().task, j, c.epoch}, ready + j,
                                c.epoch, unused))
-        *c.site.abort = 1;
+        *c.site().abort = 1;
     }
     __syncthreads(); // each thread's acquire, then the whole block's loads of the rows
-    if (*c.site.abort) return;
+    if (*c.site().abort) return;
   }
   // Each segment's first position per bin: offsets + earlier tiles' rows + earlier segments of this tile.
   const std::int32_t* offsets = c.template aux<const std::int32_t>();
@@ -122,7 +122,7 @@ template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS>
   }
   __syncthreads();
   int pos[ITEMS];
-  LookbackPrefix<int, kernels::Sum> prefix{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles,
+  LookbackPrefix<int, kernels::Sum> prefix{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles,
                                            c.index, c.epoch, kernels::Sum{}};
   IntScan(c.s().scan.scan_i32).ExclusiveScan(keep, pos, kernels::Sum{}, prefix);
   T* out = c.template out<T>();

@@ -11,7 +11,8 @@ namespace gridflow::gpu {
 template <class T> __device__ __forceinline__ std::uint32_t to_bits(T v) { return cuda::std::bit_cast<std::uint32_t>(v); }
 template <class T> __device__ __forceinline__ T from_bits(std::uint32_t b) { return cuda::std::bit_cast<T>(b); }
 
-// Per-tile context of a body: where to record a failed wait, and the block's abort flag in shared memory.
+// Where a body records a failed wait, and the block's abort flag in shared memory. One per block, in its shared
+// storage (SharedStorage::site): control, timeout and block are set once per launch, tile and task by stage_tile.
 struct TileSite {
   protocol::WaitSite site;
   std::uint32_t task;

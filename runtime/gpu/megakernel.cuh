@@ -37,8 +37,8 @@ public:
     return id;
   }
 
-  __device__ void stage(const program::TileDesc& t, std::uint32_t next_task) {
-    stage_tile<THREADS>(v_, s_, t, next_task, ahead_);
+  __device__ void stage(std::uint32_t tile, const program::TileDesc& t, std::uint32_t next_task) {
+    stage_tile<THREADS>(v_, s_, tile, t, next_task, ahead_);
   }
   __device__ bool execute(std::uint32_t tile) { return execute_tile<THREADS>(v_, r_, s_, tile); }
 
@@ -63,7 +63,7 @@ public:
     if (threadIdx.x == 0) {
       const program::Arena arena{v_.state, v_.layout};
       protocol::barrier_arrive(arena.barrier_counter());
-      const protocol::WaitSite site{arena.control(), r_.timeout_ns, blockIdx.x, program::kNoTile, 0};
+      const protocol::WaitSite site{arena.control(), r_.timeout_ns, blockIdx.x, program::kNoTile, 0, r_.pacing};
       ok = protocol::barrier_wait(site, arena.barrier_counter(), generation, gridDim.x) ? 1u : 0u;
     }
     return share(ok) != 0;
@@ -88,7 +88,7 @@ template <int THREADS>
 __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     megakernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params) {
   SharedStorage<THREADS>& shared = block_shared<THREADS>();
-  init_shared(shared);
+  init_shared(view, params, shared);
   GpuBlock<THREADS> block(view, params, shared);
   program::interpret(block);
   drain_lookahead();
@@ -102,10 +102,10 @@ __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
     task_kernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params,
                 std::uint32_t task) {
   SharedStorage<THREADS>& shared = block_shared<THREADS>();
-  init_shared(shared);
+  init_shared(view, params, shared);
   const std::uint32_t tile = view.tasks[task].first_tile + blockIdx.x;
   TaskLookahead none;
-  stage_tile<THREADS>(view, shared, view.tiles[tile], program::kNoTile, none);
+  stage_tile<THREADS>(view, shared, tile, view.tiles[tile], program::kNoTile, none);
   __syncthreads();
   execute_tile<THREADS>(view, params, shared, tile);
 }

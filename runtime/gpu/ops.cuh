@@ -28,6 +28,7 @@ template <int THREADS> struct SharedStorage {
   program::TaskDesc task;      // the running tile's task descriptor (stage_tile copies it in with one load)
   program::TileDesc tile;      // the running tile's descriptor (stage_tile)
   void* views[3];              // base of the input, output and aux views (stage_tile): buffer + 4-byte offset
+  TileSite site;               // the running tile's wait site (tile and task: stage_tile; the rest: init_shared)
   std::uint32_t ahead[32];     // the descriptor of the block's next task, copied early (stage_tile, warp 1 only)
   kernels::StreamState stream; // the bulk-copy ring's barriers (the ring itself is in the union), set at launch
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
@@ -46,14 +47,14 @@ template <int THREADS> __device__ __forceinline__ SharedStorage<THREADS>& block_
 }
 
 // What a body needs beyond the staged descriptors, passed by value (registers) into the op table. The task
-// descriptor and the views' base pointers are the ones stage_tile put in the block's shared storage.
+// descriptor, the views' base pointers and the wait site are the ones stage_tile put in the block's shared storage.
 template <int THREADS> struct TileContext {
   unsigned char* state; // the state arena
   std::uint32_t epoch;  // this run's epoch
   std::uint32_t index;  // tile index within the task
-  TileSite site;        // where a failed wait inside the body is recorded
 
   __device__ static SharedStorage<THREADS>& s() { return block_shared<THREADS>(); }
+  __device__ static const TileSite& site() { return s().site; } // where a failed wait inside the body is recorded
   __device__ static const program::TaskDesc& task() { return s().task; }
   template <class T> __device__ static T* in() { return static_cast<T*>(s().views[kInView]); }
   template <class T> __device__ static T* out() { return static_cast<T*>(s().views[kOutView]); }
@@ -143,7 +144,7 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
   const bool exclusive = c.task().flags & program::kExclusive;
   const T* in = c.template in<T>() + items.begin;
   T* out = c.template out<T>() + items.begin;
-  LookbackPrefix<T, Op> lookback{&c.site, reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
+  LookbackPrefix<T, Op> lookback{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
                                  c.epoch, op};
   if (c.task().tile_size == kChunk) {
     kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in, out, static_cast<int>(items.size()),

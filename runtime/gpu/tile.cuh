@@ -8,9 +8,15 @@ namespace gridflow::gpu {
 
 // Once per block at kernel start, ending with a block barrier: the abort flag (set only by a body whose wait failed,
 // after which the block leaves, so never cleared: the interpreter has no barrier between one tile's last read of it
-// and the next tile's staging) and the bulk-copy ring's barriers.
-template <int THREADS> __device__ void init_shared(SharedStorage<THREADS>& s) {
-  if (threadIdx.x == 0) s.abort = 0;
+// and the next tile's staging), the wait site's per-launch fields and the bulk-copy ring's barriers.
+template <int THREADS>
+__device__ void init_shared(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s) {
+  if (threadIdx.x == 0) {
+    s.abort = 0;
+    s.site = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v.state), r.timeout_ns, blockIdx.x,
+                                         program::kNoTile, 0, r.pacing},
+                      0, &s.abort};
+  }
   kernels::init_stream_state(s.stream); // ends with __syncthreads
 }
 
@@ -19,18 +25,18 @@ struct TaskLookahead {
   std::uint32_t task = program::kNoTile;
 };
 
-// Copies the tile's descriptor `t` and its task's descriptor to shared memory and resolves the task's views (buffer
-// base plus offset) there, with warp 1 alone and no barrier: the caller's next block barrier publishes them. Warp 1,
+// Copies the descriptor `t` of `tile` and its task's descriptor to shared memory, names them in the wait site, and
+// resolves the task's views (buffer base plus offset) there, with warp 1 alone and no barrier: the caller's next block barrier publishes them. Warp 1,
 // not warp 0, so the leader (thread 0) can poll for the tile's inputs while these loads are in flight (the
 // interpreter stages before it waits), and the body then starts from shared memory alone.
 // When the schedule names the block's next task (next_task), warp 1 also starts copying that descriptor into
 // s.ahead with asynchronous copies (cp.async), which land while this tile runs: the next stage_tile then reads
 // shared memory instead of waiting for global loads. Each lane copies, waits for and reads back only its own word.
-// The previous tile's readers of s.task, s.tile and s.views are past the barrier that ends execute_tile. `t` passed
+// The previous tile's readers of s.task, s.tile, s.site and s.views are past the barrier that ends execute_tile. `t` passed
 // descriptor_ok; a buffer index out of range resolves to null here and is reported by execute_tile.
 template <int THREADS>
-__device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, const program::TileDesc& t,
-                           std::uint32_t next_task, TaskLookahead& ahead) {
+__device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, std::uint32_t tile,
+                           const program::TileDesc& t, std::uint32_t next_task, TaskLookahead& ahead) {
   static_assert(THREADS >= 64 && sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
   if (threadIdx.x / 32 != 1) return;
   const unsigned lane = threadIdx.x % 32;
@@ -44,7 +50,12 @@ __device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>
   {
     task_words[lane] = reinterpret_cast<const std::uint32_t*>(&v.tasks[t.task])[lane];
   }
-  if (lane == 0) s.tile = t;
+  if (lane == 0) {
+    s.tile = t;
+    s.site.site.tile = tile;
+    s.site.site.task = t.task;
+    s.site.task = t.task;
+  }
 #if __CUDA_ARCH__ >= 800
   ahead.task = program::kNoTile;
   if (next_task < v.num_tasks && next_task != t.task) {
@@ -97,15 +108,13 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
     if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : bad_bins ? 4 : 2);
     return false;
   }
-  const protocol::WaitSite site{reinterpret_cast<program::ControlBlock*>(v.state), r.timeout_ns, blockIdx.x, tile,
-                                t.task};
-  const TileContext<THREADS> c{v.state, r.epoch, t.index, TileSite{site, t.task, &s.abort}};
+  const TileContext<THREADS> c{v.state, r.epoch, t.index};
   const bool poll = task.flags & program::kPollInputs;
   const bool canonical = task.flags & program::kSentinelOutput;
   bool known;
   if (program::is_counting_op(task.opcode)) known = dispatch_counting(c);
-  else if (poll) known = canonical ? dispatch(c, PollLoad{&c.site}, CanonicalStore{})
-                              : dispatch(c, PollLoad{&c.site}, kernels::PlainStore{});
+  else if (poll) known = canonical ? dispatch(c, PollLoad{&c.site()}, CanonicalStore{})
+                              : dispatch(c, PollLoad{&c.site()}, kernels::PlainStore{});
   else known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
                          : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
   if (!known) {

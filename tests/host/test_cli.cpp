@@ -109,6 +109,18 @@ TEST_F(Cli, ClaimAheadIsAnOptionOfTheDynamicSchedule) {
   EXPECT_EQ(off.out.find("claim_ahead"), std::string::npos) << off.out;
 }
 
+TEST_F(Cli, PollPacingIsAnOptionOfEveryRun) {
+  const fs::path g = write("g.json", kGraph);
+  const Result on = run("run " + g.string() + " --backend cpu --check --workers 3 --mode sentinel --poll-spins 1000 "
+                        "--poll-max-sleep-ns 96");
+  EXPECT_EQ(on.code, 0) << on.err;
+  EXPECT_NE(on.out.find("check passed"), std::string::npos) << on.out;
+  EXPECT_NE(on.out.find("gpu_poll(spins=1000 max_sleep_ns=96)"), std::string::npos) << on.out;
+  const Result off = run("run " + g.string() + " --backend cpu --workers 3");
+  EXPECT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.out.find("gpu_poll"), std::string::npos) << off.out; // the default pacing is not named
+}
+
 TEST_F(Cli, RunRepeatReportsAMedian) {
   const Result r = run("run " + write("g.json", kGraph).string() + " --backend cpu --repeat 3 --warmup 1");
   EXPECT_EQ(r.code, 0) << r.err;
