@@ -12,6 +12,7 @@
 #include "kernels/device/functors.cuh"
 
 #include <cub/block/block_reduce.cuh>
+#include <cuda/std/bit>
 #include <cuda/std/type_traits>
 
 namespace gridflow::kernels {
@@ -53,12 +54,14 @@ template <int THREADS> struct SoftmaxStorage {
   float part_sum[2][kRegisterQuads][THREADS / 32];
 };
 
-// What a row's outputs need: its max, and log(sum) or 1/sum.
+// What a row's outputs need: its max, and log(sum) (log-softmax) or 1/sum (softmax); the other one is left 0.
 struct RowNorm {
   float m;
   float log_s;
   float inv_s;
-  __device__ __forceinline__ static RowNorm of(MaxSum r) { return {r.m, logf(r.s), __frcp_rn(r.s)}; }
+  __device__ __forceinline__ static RowNorm of(MaxSum r, bool log) {
+    return log ? RowNorm{r.m, logf(r.s), 0.0f} : RowNorm{r.m, 0.0f, __frcp_rn(r.s)};
+  }
 };
 
 // A warp's share of one row: its max `m` over the values it holds (-inf when it holds none), and the sum of
@@ -80,22 +83,26 @@ __device__ __forceinline__ MaxSum warp_row_state(float (&v)[N], const bool (&val
   return {m, warp_allreduce(sum, Sum{})};
 }
 
-// The row's state from the states of warps [first, first + count), in warp order, and what this warp's kept values
-// are multiplied by: exp(own.m - row max) / row sum. IEEE semantics as the references have them: a warp whose max
-// is -inf adds its sum times exp(-inf) = 0 (0, or NaN when it held a NaN); a row whose max is -inf has
-// exp(-inf - -inf) = NaN for its sum and scale, so its outputs are NaN like the references'.
+// The row's state from the states of warps [first, first + count), count <= 32, and (softmax) what this warp's kept
+// values are multiplied by: exp(own.m - row max) / row sum. The calling warp folds them across its lanes, lane w
+// taking warp first + w's state and the others the identity, with two butterflies (every lane ends with the same
+// bits: each step adds or takes the max of the same two values). IEEE semantics as the references have them: a warp
+// whose max is -inf adds its sum times exp(-inf) = 0 (0, or NaN when it held a NaN); a row whose max is -inf has
+// exp(-inf - -inf) = NaN for its sum and scale, so its outputs are NaN like the references'. Every lane of the warp
+// calls it.
 struct RowScale {
   RowNorm norm;
   float scale;
 };
 __device__ __forceinline__ RowScale merge_warp_states(const float* part_max, const float* part_sum, int first, int count,
-                                                      MaxSum own) {
-  float m = -INFINITY;
-  for (int w = 0; w < count; ++w) m = fmaxf(m, part_max[first + w]);
-  float sum = 0.0f;
-  for (int w = 0; w < count; ++w) sum += part_sum[first + w] * __expf(part_max[first + w] - m);
-  const RowNorm norm = RowNorm::of({m, sum});
-  return {norm, __expf(own.m - m) * norm.inv_s};
+                                                      MaxSum own, bool log) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const bool held = lane < count;
+  const float pm = held ? part_max[first + lane] : -INFINITY;
+  const float m = warp_allreduce(pm, Max{});
+  const float term = held ? part_sum[first + lane] * __expf(pm - m) : 0.0f;
+  const RowNorm norm = RowNorm::of({m, warp_allreduce(term, Sum{})}, log);
+  return {norm, log ? 0.0f : __expf(own.m - m) * norm.inv_s};
 }
 
 template <class Store> __device__ __forceinline__ void store_softmax(Store store, float* y, float x, RowNorm r, bool log) {
@@ -113,9 +120,7 @@ template <class Store> __device__ __forceinline__ void store_softmax(Store store
 __host__ __device__ constexpr int short_row_group_warps(long long rows, long long n, int warps) {
   const long long need = (n + 127) / 128; // warps that hold the row at one float4 quad per thread
   if (rows >= warps || need <= 1 || need > warps) return 1;
-  int g = 2;
-  while (g < need) g *= 2;
-  return g;
+  return static_cast<int>(cuda::std::bit_ceil(static_cast<unsigned>(need)));
 }
 static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_group_warps(8, kShortRowMaxCols, 8) == 1);
 static_assert(short_row_group_warps(3, 129, 8) == 2 && short_row_group_warps(1, 1000, 4) == 1);
@@ -140,7 +145,7 @@ __device__ void warp_softmax_row(const float* x, float* y, long long n, bool log
   for (int k = 0; k < kWarpRowValues; ++k)
     if (lane + 32LL * k < n) s += __expf(v[k] - m);
   s = warp_allreduce(s, Sum{});
-  const RowNorm r = RowNorm::of({m, s});
+  const RowNorm r = RowNorm::of({m, s}, log);
 #pragma unroll
   for (int k = 0; k < kWarpRowValues; ++k) {
     const long long i = lane + 32LL * k;
@@ -184,7 +189,7 @@ __device__ void group_softmax_rows(const float* x, float* y, long long row_begin
     if (lane == 0) s.part_max[set][0][warp] = own.m, s.part_sum[set][0][warp] = own.s;
     __syncthreads();
     if (!active) continue;
-    const RowScale rs = merge_warp_states(s.part_max[set][0], s.part_sum[set][0], slot * g, g, own);
+    const RowScale rs = merge_warp_states(s.part_max[set][0], s.part_sum[set][0], slot * g, g, own, log);
     const auto out = [&](float v_or_e) { return log ? (v_or_e - rs.norm.m) - rs.norm.log_s : v_or_e * rs.scale; };
     if constexpr (kVec) {
       *reinterpret_cast<float4*>(yt) = make_float4(out(v[0]), out(v[1]), out(v[2]), out(v[3]));
@@ -241,7 +246,7 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       if (first + r >= row_end) continue;
-      const RowScale rs = merge_warp_states(s.part_max[set][r], s.part_sum[set][r], 0, kWarps, own[r]);
+      const RowScale rs = merge_warp_states(s.part_max[set][r], s.part_sum[set][r], 0, kWarps, own[r], log);
       const auto out = [&](float v_or_e) { return log ? (v_or_e - rs.norm.m) - rs.norm.log_s : v_or_e * rs.scale; };
       float* yr = y + (first + r) * n;
 #pragma unroll
@@ -299,8 +304,7 @@ __device__ void block_softmax_short_rows(const float* x, float* y, long long row
       warp_softmax_row(x + row * n, y + row * n, n, log, load, store);
     return;
   }
-  int lg_g = 1;
-  while ((1 << lg_g) < g) ++lg_g;
+  const int lg_g = cuda::std::countr_zero(static_cast<unsigned>(g));
   const bool whole = n == 128LL * g && ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) & 15u) == 0;
   const int cols = static_cast<int>(n);
   if constexpr (Load::kVectorizable && Store::kVectorizable)
@@ -325,7 +329,7 @@ __device__ void block_softmax_row(const float* x, float* y, long long n, bool lo
   const MaxSum r = cub::BlockReduce<MaxSum, THREADS>(s.reduce).Reduce(st, MergeMaxSum{});
   if (threadIdx.x == 0) s.row = r;
   __syncthreads();
-  const RowNorm row = RowNorm::of(s.row);
+  const RowNorm row = RowNorm::of(s.row, log);
   // The write pass re-reads the row with the same vector loads (several in flight) as the first pass.
   for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long i, float v) { store_softmax(store, y + i, v, row, log); });
   __syncthreads(); // s.row and the reduce storage are reused by the next row
