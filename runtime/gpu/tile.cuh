@@ -26,14 +26,15 @@ struct TaskLookahead {
 };
 
 // Copies the descriptor `t` of `tile` and its task's descriptor to shared memory, names them in the wait site, and
-// resolves the task's views (buffer base plus offset) there, with warp 1 alone and no barrier: the caller's next block barrier publishes them. Warp 1,
-// not warp 0, so the leader (thread 0) can poll for the tile's inputs while these loads are in flight (the
-// interpreter stages before it waits), and the body then starts from shared memory alone.
+// resolves the task's views (buffer base plus offset) there, with warp 1 alone and no barrier: the caller's next
+// block barrier publishes them. Warp 1, not warp 0, so the leader (thread 0) can poll for the tile's inputs while
+// these loads are in flight (the interpreter stages before it waits), and the body then starts from shared memory
+// alone.
 // When the schedule names the block's next task (next_task), warp 1 also starts copying that descriptor into
 // s.ahead with asynchronous copies (cp.async), which land while this tile runs: the next stage_tile then reads
 // shared memory instead of waiting for global loads. Each lane copies, waits for and reads back only its own word.
-// The previous tile's readers of s.task, s.tile, s.site and s.views are past the barrier that ends execute_tile. `t` passed
-// descriptor_ok; a buffer index out of range resolves to null here and is reported by execute_tile.
+// The previous tile's readers of s.task, s.tile, s.site and s.views are past the barrier that ends execute_tile.
+// `t` passed descriptor_ok; a buffer index out of range resolves to null here and is reported by execute_tile.
 template <int THREADS>
 __device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, std::uint32_t tile,
                            const program::TileDesc& t, std::uint32_t next_task, TaskLookahead& ahead) {
