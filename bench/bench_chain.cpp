@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <utility>
 
 using namespace gridflow;
@@ -97,20 +98,25 @@ int main(int argc, char** argv) {
                       ts.program().tiles.size());
               }
             }
-            // Poll pacing (sentinel polls, flags waits) against the default of 32 back-to-back polls, then sleeps
-            // from 32 ns doubling up to 512 ns: never sleeping, and sleeps capped at 64 ns.
+            // Poll pacing. Sentinel body polls: the default (32 back-to-back polls, then sleeps from 32 ns doubling
+            // up to 512 ns) against never sleeping and sleeps capped at 64 ns. Flags dependency waits: the default
+            // (never sleep) against the body polls' default and sleeps capped at 64 ns.
+            using Pacing = std::pair<const char*, program::PollPacing>;
+            const std::array<Pacing, 2> poll_variants{Pacing{"spin", program::kSpinPacing},
+                                                      Pacing{"sleep<=64ns", {32, 64}}};
+            const std::array<Pacing, 2> wait_variants{Pacing{"sleep<=512ns", {}}, Pacing{"sleep<=64ns", {32, 64}}};
             if (bps == 2 && (mode == SyncMode::sentinel || (mode == SyncMode::flags && sched == Schedule::dynamic)))
-              for (const auto& [name, pacing] : {std::pair{"spin", program::PollPacing{0xffffffffu, 512}},
-                                                 std::pair{"sleep<=64ns", program::PollPacing{32, 64}}}) {
+              for (const auto& [name, pacing] : mode == SyncMode::sentinel ? poll_variants : wait_variants) {
                 SessionOptions po = o;
-                po.exec.pacing = pacing;
+                (mode == SyncMode::sentinel ? po.exec.pacing : po.exec.wait_pacing) = pacing;
                 Session ps(g, po);
                 ps.run();
                 if (!ps.check().passed) {
                   fmt::print("CHECK FAILED {} poll {} {}\n", kind, name, ps.check().summary());
                   return 1;
                 }
-                print(fmt::format("gridflow {} {} 2/SM poll {}", to_string(mode), to_string(sched), name),
+                print(fmt::format("gridflow {} {} 2/SM {} {}", to_string(mode), to_string(sched),
+                                  mode == SyncMode::sentinel ? "poll" : "wait", name),
                       median_run_ms(ps, reps), ps.program().tiles.size());
               }
             if (mode == SyncMode::sentinel && sched == Schedule::dynamic && bps == 2) {

@@ -115,6 +115,7 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   r.barrier_base = barrier_generations_;
   r.timeout_ns = options.timeout_ns;
   r.pacing = options.pacing;
+  r.wait_pacing = options.wait_pacing;
   r.tile_trace = options.trace ? result.tiles.data() : nullptr;
   r.barrier_trace = options.trace ? result.barriers.data() : nullptr;
   r.barriers_in_run = result.barriers_per_block;

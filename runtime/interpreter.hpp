@@ -136,7 +136,7 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, s
   const RunParams& r = blk.params();
   const Arena arena{v.state, v.layout};
   const protocol::WaitSite site{reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, blk.index(), tile, t.task,
-                                r.pacing};
+                                r.wait_pacing};
   for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) {
     const DepDesc dep = v.deps[d];
     if (dep.task >= v.num_tasks) {

@@ -91,7 +91,8 @@ struct RunParams {
   std::uint32_t sentinel_fill = 0;  // sentinel mode: 1 = the megakernel's prologue fills (SentinelFill::kernel)
   std::uint64_t barrier_base = 0;   // gridflow-barrier generations completed on this arena before this run
   std::uint64_t timeout_ns = 0;     // watchdog: bound on every wait (0: unbounded)
-  PollPacing pacing{};              // how waits poll (GPU)
+  PollPacing pacing{};              // how body polls (sentinel elements, look-back words) and barriers poll (GPU)
+  PollPacing wait_pacing = kSpinPacing; // how the leader's dependency waits poll (GPU)
   TileTrace* tile_trace = nullptr;  // per global tile; null: tracing off
   BarrierTrace* barrier_trace = nullptr; // [block * barriers_in_run + k]; null: off
   std::uint32_t fault_skip_signal_tile = kNoTile; // test-only: this tile does not signal (forces a deadlock)

@@ -33,9 +33,14 @@ std::string describe(const SessionOptions& o) {
     s += fmt::format(" workers={}", o.cpu_workers == 0 ? std::string("auto") : std::to_string(o.cpu_workers));
   if (o.mode == SyncMode::sentinel) s += fmt::format(" sentinel_fill={}", to_string(o.exec.sentinel_fill));
   if (o.schedule == Schedule::dynamic && o.exec.claim_ahead) s += " claim_ahead=on";
-  const program::PollPacing pacing = o.exec.pacing, default_pacing{};
-  if (pacing.spin_polls != default_pacing.spin_polls || pacing.max_sleep_ns != default_pacing.max_sleep_ns)
-    s += fmt::format(" gpu_poll(spins={} max_sleep_ns={})", pacing.spin_polls, pacing.max_sleep_ns);
+  const auto same = [](program::PollPacing a, program::PollPacing b) {
+    return a.spin_polls == b.spin_polls && a.max_sleep_ns == b.max_sleep_ns;
+  };
+  if (!same(o.exec.pacing, program::PollPacing{}))
+    s += fmt::format(" gpu_poll(spins={} max_sleep_ns={})", o.exec.pacing.spin_polls, o.exec.pacing.max_sleep_ns);
+  if (!same(o.exec.wait_pacing, program::kSpinPacing))
+    s += fmt::format(" gpu_wait(spins={} max_sleep_ns={})", o.exec.wait_pacing.spin_polls,
+                     o.exec.wait_pacing.max_sleep_ns);
   s += fmt::format(" tiles(reduce_min={} row_elems={} waves={} scan_items={} scan_chunks={})", o.tiles.reduce_min_tile,
                    o.tiles.row_tile_elements, o.tiles.waves, o.tiles.scan_items_per_thread,
                    o.tiles.scan_chunks_per_tile);

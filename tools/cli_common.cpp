@@ -24,9 +24,17 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--blocks-per-sm", f.blocks_per_sm, "GPU blocks per SM (0: default)");
   cmd->add_option("--timeout-ms", f.timeout_ms, "watchdog: bound on every wait, in milliseconds")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--poll-spins", f.poll_spins, "GPU waits: polls back to back before the first sleep");
+  cmd->add_option("--poll-spins", f.poll_spins,
+                  "GPU body polls (sentinel inputs, scan look-back) and barrier waits: polls back to back before the "
+                  "first sleep");
   cmd->add_option("--poll-max-sleep-ns", f.poll_max_sleep_ns,
-                  "GPU waits: longest sleep between polls, in ns (sleeps start at 32 ns and double)");
+                  "GPU body polls and barrier waits: longest sleep between polls, in ns (sleeps start at 32 ns and "
+                  "double)");
+  cmd->add_option("--wait-spins", f.wait_spins,
+                  "GPU dependency waits (a block's leader): polls back to back before the first sleep (default: "
+                  "never sleep)");
+  cmd->add_option("--wait-max-sleep-ns", f.wait_max_sleep_ns,
+                  "GPU dependency waits: longest sleep between polls, in ns");
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
   cmd->add_flag("--claim-ahead", f.claim_ahead,
                 "dynamic schedule: a block takes its next ticket while its tile runs (off by default: it slowed "
@@ -67,6 +75,7 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.exec.timeout_ns = static_cast<std::uint64_t>(f.timeout_ms * 1e6);
   o.exec.claim_ahead = f.claim_ahead;
   o.exec.pacing = {f.poll_spins, f.poll_max_sleep_ns};
+  o.exec.wait_pacing = {f.wait_spins, f.wait_max_sleep_ns};
   o.cpu_workers = f.workers;
   o.threads_per_block = f.threads;
   o.blocks_per_sm = f.blocks_per_sm;

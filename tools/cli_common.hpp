@@ -34,6 +34,8 @@ struct SessionFlags {
   double timeout_ms = 10000.0;
   std::uint32_t poll_spins = program::PollPacing{}.spin_polls;
   std::uint32_t poll_max_sleep_ns = program::PollPacing{}.max_sleep_ns;
+  std::uint32_t wait_spins = program::kSpinPacing.spin_polls;
+  std::uint32_t wait_max_sleep_ns = program::kSpinPacing.max_sleep_ns;
   bool no_tile_deps = false;
   bool claim_ahead = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;

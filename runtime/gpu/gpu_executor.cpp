@@ -89,6 +89,7 @@ public:
     r.barrier_base = barrier_generations_;
     r.timeout_ns = options.timeout_ns;
     r.pacing = options.pacing;
+    r.wait_pacing = options.wait_pacing;
     r.fault_skip_signal_tile = options.fault_skip_signal_tile;
     r.claim_ahead = options.claim_ahead ? 1u : 0u;
     r.barriers_in_run = result.barriers_per_block;
