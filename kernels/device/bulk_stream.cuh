@@ -21,6 +21,8 @@
 
 namespace gridflow::kernels {
 
+inline constexpr int kMaxStreamStages = 8;
+
 // Ring shape per block size: 32 KB of stages (it shares a union with the bodies' other shared storage).
 template <int THREADS> struct StreamShape {
   static constexpr int kGroupsPerThread = THREADS <= 256 ? 2 : 1; // 16-byte groups per thread per stage
@@ -29,9 +31,11 @@ template <int THREADS> struct StreamShape {
   static constexpr int kRingBytes = 32 * 1024;
   static constexpr int kStages = kRingBytes / kStageBytes;
   static_assert(kStages >= 2, "at least double buffering");
+  static_assert(kStages <= kMaxStreamStages);
 };
 
-inline constexpr int kMaxStreamStages = 8;
+// One barrier per ring stage, or per warp when the warps stage rows (for_each_warp_row_staged): up to 32 warps.
+inline constexpr int kStreamBarriers = 32;
 
 // The ring's data: lives in a union with other storage, used only inside one streamed call.
 template <int THREADS> struct StreamRing {
@@ -41,15 +45,15 @@ template <int THREADS> struct StreamRing {
 // Barriers and their phases: outside any union, initialised once per kernel launch (init_stream_state), then
 // carried from call to call.
 struct StreamState {
-  alignas(8) cuda::std::uint64_t full[kMaxStreamStages];
-  cuda::std::uint32_t phase; // bit s: the parity the next wait on stage s expects
+  alignas(8) cuda::std::uint64_t full[kStreamBarriers];
+  cuda::std::uint32_t phase; // bit s: the parity the next wait on barrier s expects
 };
 
 // Once per block at kernel start, before any streamed call; followed by a block barrier (done here).
 __device__ inline void init_stream_state(StreamState& s) {
 #if __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0) {
-    for (int k = 0; k < kMaxStreamStages; ++k) cuda::ptx::mbarrier_init(&s.full[k], 1);
+    for (int k = 0; k < kStreamBarriers; ++k) cuda::ptx::mbarrier_init(&s.full[k], 1);
     s.phase = 0;
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
@@ -131,6 +135,79 @@ __device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n,
 #endif
   (void)stream;
   for_each_owned<THREADS>(x, n, load, static_cast<F&&>(f));
+}
+
+// Rows a warp holds whole (one row per warp at a time), each read from shared memory instead of global: the ring is cut
+// into one slot per warp, and the copy engine fills a warp's slot with its next row while the warp computes and
+// stores the current one, so the row's load latency is off the warp's critical path; the row after that is
+// prefetched into L2. (A warp of the megakernel otherwise has one row's loads in flight, then a dependent reduction:
+// 16 warps per SM cannot cover HBM latency that way.)
+template <int THREADS> constexpr long long warp_slot_bytes() { return StreamShape<THREADS>::kRingBytes / (THREADS / 32); }
+
+// True when for_each_warp_row_staged can take rows [row_begin, row_end) of n 4-byte elements from x: a 16-byte
+// aligned view of rows a whole number of 16-byte groups long that fit a slot, the GPU has the copy engine, and
+// every warp gets at least two rows (with one there is nothing to overlap).
+template <int THREADS>
+__device__ __forceinline__ bool can_stage_warp_rows(const void* x, long long n, long long row_begin, long long row_end) {
+#if __CUDA_ARCH__ >= 900
+  static_assert(THREADS / 32 <= kStreamBarriers);
+  return n > 0 && n % 4 == 0 && 4 * n <= warp_slot_bytes<THREADS>() && (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
+         row_end - row_begin >= 2LL * (THREADS / 32);
+#else
+  (void)x, (void)n, (void)row_begin, (void)row_end;
+  return false;
+#endif
+}
+
+// Calls f(row, slot, release) for rows row_begin + w, row_begin + w + warps, ... by warp w (slot: the row's n
+// elements in shared memory). f must read what it needs of the slot, then call release() (every lane, once), which
+// hands the slot to the copy engine for the warp's next row; then it may compute and store. Preconditions:
+// can_stage_warp_rows; every thread of the block calls it; the ring is not in use by anything else during the call;
+// a block barrier separates it from the previous and the next streamed call (it begins with one itself).
+template <int THREADS, class F>
+__device__ __forceinline__ void for_each_warp_row_staged(const float* x, long long n, long long row_begin,
+                                                         long long row_end, const BlockStream<THREADS>& stream, F&& f) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int kWarps = THREADS / 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
+  StreamState& st = *stream.state;
+  unsigned char* slot = stream.ring->data + warp * warp_slot_bytes<THREADS>();
+  cuda::std::uint64_t* bar = &st.full[warp];
+  const auto bytes = static_cast<cuda::std::uint32_t>(4 * n);
+  cuda::std::uint32_t parity = (st.phase >> warp) & 1u;
+  // This thread's generic accesses to the ring (earlier bodies' storage shares it) before the copy engine's writes.
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  __syncthreads(); // every thread read the phases and fenced before any warp refills a slot or flips a phase
+  const auto issue = [&](long long row) {
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slot, x + row * n, bytes, bar);
+    if (row + kWarps < row_end)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x + (row + kWarps) * n), "r"(bytes) : "memory");
+  };
+  long long row = row_begin + warp;
+  if (lane == 0) {
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_global); // the inputs the leader acquired before the bulk reads
+    if (row < row_end) issue(row);
+  }
+  cuda::std::uint32_t rows_done = 0;
+  for (; row < row_end; row += kWarps) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+    }
+    parity ^= 1u;
+    ++rows_done;
+    const long long next = row + kWarps;
+    f(row, reinterpret_cast<const float*>(slot), [&] {
+      __syncwarp(); // every lane's reads of the slot ...
+      if (lane == 0 && next < row_end) {
+        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); // ... before the copy engine overwrites it
+        issue(next);
+      }
+    });
+  }
+  if (lane == 0 && (rows_done & 1u)) atomicXor(&st.phase, 1u << warp);
+#else
+  (void)x, (void)n, (void)row_begin, (void)row_end, (void)stream, (void)f;
+#endif
 }
 
 } // namespace gridflow::kernels

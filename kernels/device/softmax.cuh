@@ -125,20 +125,26 @@ __host__ __device__ constexpr int short_row_group_warps(long long rows, long lon
 static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_group_warps(8, kShortRowMaxCols, 8) == 1);
 static_assert(short_row_group_warps(3, 129, 8) == 2 && short_row_group_warps(1, 1000, 4) == 1);
 
-// One row (n <= kShortRowMaxCols) by one warp: lane l owns elements l + 32k, k < 32, scalar loads (the seeds'
+// One row (n <= kShortRowMaxCols) held by one warp: lane l owns elements l + 32k, k < 32, scalar accesses (the seeds'
 // warp-per-row softmax). Kept apart from the group path below: a quad layout of 32 values per lane made ptxas spill
 // them through local memory inside the megakernel's op dispatch (H200 run, 2026-11-30: 2.30 against 2.59 TB/s).
-template <class Load, class Store>
-__device__ void warp_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store) {
+// warp_row_values reads the lane's values (get(i) for element i, -inf past n); warp_softmax_values stores the row's
+// softmax from them.
+template <class Get> __device__ __forceinline__ void warp_row_values(float (&v)[kWarpRowValues], long long n, Get get) {
   const int lane = threadIdx.x & 31;
-  float v[kWarpRowValues];
-  float m = -INFINITY;
 #pragma unroll
   for (int k = 0; k < kWarpRowValues; ++k) {
     const long long i = lane + 32LL * k;
-    v[k] = i < n ? load(x + i) : -INFINITY;
-    m = fmaxf(m, v[k]);
+    v[k] = i < n ? get(i) : -INFINITY;
   }
+}
+template <class Store>
+__device__ __forceinline__ void warp_softmax_values(const float (&v)[kWarpRowValues], float* y, long long n, bool log,
+                                                    Store store) {
+  const int lane = threadIdx.x & 31;
+  float m = -INFINITY;
+#pragma unroll
+  for (int k = 0; k < kWarpRowValues; ++k) m = fmaxf(m, v[k]);
   m = warp_allreduce(m, Max{});
   float s = 0.0f;
 #pragma unroll
@@ -152,7 +158,12 @@ __device__ void warp_softmax_row(const float* x, float* y, long long n, bool log
     if (i < n) store_softmax(store, y + i, v[k], r, log);
   }
 }
-
+template <class Load, class Store>
+__device__ void warp_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store) {
+  float v[kWarpRowValues];
+  warp_row_values(v, n, [&](long long i) { return load(x + i); });
+  warp_softmax_values(v, y, n, log, store);
+}
 
 // Rows [row_begin, row_end) of n <= 128 * 2^lg_g columns by groups of g = 2^lg_g warps, g > 1: thread r of a group
 // (r in [0, 32g)) owns the quad of elements 4r .. 4r + 3. kVec: every row is exactly 128 g elements and both views
@@ -293,12 +304,28 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
   with_q(integral_constant<int, 8>{});
 }
 
-// Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_group_warps).
+// Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_group_warps). With
+// `stream` (its ring must be s.ring), a warp with several rows reads each from the ring, staged by the copy engine
+// while it works on the previous one (for_each_warp_row_staged); same ownership and order of the values, so the
+// results are bit-identical to the direct loads'.
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_short_rows(const float* x, float* y, long long row_begin, long long row_end, long long n,
-                                         bool log, Load load, Store store, SoftmaxStorage<THREADS>& s) {
+                                         bool log, Load load, Store store, SoftmaxStorage<THREADS>& s,
+                                         const BlockStream<THREADS>* stream = nullptr) {
   const int g = short_row_group_warps(row_end - row_begin, n, THREADS / 32);
   if (g == 1) {
+    if constexpr (Load::kVectorizable) {
+      if (stream != nullptr && can_stage_warp_rows<THREADS>(x, n, row_begin, row_end)) {
+        for_each_warp_row_staged<THREADS>(x, n, row_begin, row_end, *stream,
+                                          [&](long long row, const float* slot, auto release) {
+                                            float v[kWarpRowValues];
+                                            warp_row_values(v, n, [&](long long i) { return slot[i]; });
+                                            release();
+                                            warp_softmax_values(v, y + row * n, n, log, store);
+                                          });
+        return;
+      }
+    }
     const long long warp = threadIdx.x / 32, warps = THREADS / 32;
     for (long long row = row_begin + warp; row < row_end; row += warps)
       warp_softmax_row(x + row * n, y + row * n, n, log, load, store);

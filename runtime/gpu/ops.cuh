@@ -193,7 +193,9 @@ __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
   const float* in = c.template in<float>();
   float* out = c.template out<float>();
   if (cols <= kernels::kShortRowMaxCols) {
-    kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s().softmax);
+    const kernels::BlockStream<THREADS> stream = c.softmax_stream();
+    kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s().softmax,
+                                               &stream);
   } else if (cols <= kernels::register_row_max_cols<THREADS>()) {
     if constexpr (kernels::register_row_max_cols<THREADS>() > 0)
       kernels::block_softmax_rows_in_registers<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store,

@@ -195,6 +195,35 @@ TEST_F(GpuOps, ShortSoftmaxRowsSmall) {
   }
 }
 
+// Warps with several short rows each read them from the ring, staged by the copy engine while they work on the
+// previous row (kernels::for_each_warp_row_staged): tiles of 2 to 8 rows per warp, the last tile partial; rows that
+// fill a 256-thread block's 4 KB slots exactly, shorter rows, rows of one 16-byte group, every block size's slot
+// (8 KB at 128 threads down to 1 KB at 1024); views 16 bytes into their buffer (staged too) and off a 16-byte
+// boundary, column counts not a multiple of 4 and, at 512 threads, rows longer than the 2 KB slot (those three take
+// direct loads). every_mode compares the sentinel runs, which never stage, bit for bit.
+TEST_F(GpuOps, ShortSoftmaxRowsStagedPerWarp) {
+  struct Shape {
+    std::uint32_t threads;
+    std::int64_t rows_per_tile, cols;
+  };
+  for (const Shape sh : {Shape{256, 16, 1024}, Shape{256, 23, 1000}, Shape{256, 64, 4}, Shape{256, 17, 1023},
+                         Shape{128, 9, 1024}, Shape{512, 40, 512}, Shape{512, 33, 1024}, Shape{1024, 70, 256}}) {
+    for (const std::int64_t offset : {0, 4, 1}) {
+      SCOPED_TRACE("threads " + std::to_string(sh.threads) + " rows per tile " + std::to_string(sh.rows_per_tile) +
+                   " cols " + std::to_string(sh.cols) + " offset " + std::to_string(offset));
+      const std::int64_t rows = 600 * sh.rows_per_tile + 5; // no grid of the defaults (at most 528 blocks) splits finer
+      every_mode(softmax_rows_graph("staged-softmax", rows, sh.cols, offset, 6), sh.threads,
+                 rows_per_tile_policy(sh.rows_per_tile, sh.cols));
+    }
+  }
+}
+
+// The same at a size the sanitizers can afford (memcheck covers the bulk copies' ranges, racecheck the slots'
+// reuse): one block per SM, tiles of 19 rows (2 or 3 per warp) of 256 columns, 16 bytes into the buffer.
+TEST_F(GpuOps, ShortSoftmaxRowsStagedSmall) {
+  every_mode(softmax_rows_graph("staged-softmax-small", 132 * 19 + 7, 256, 4, 6), 256, rows_per_tile_policy(19, 256), 1);
+}
+
 // Medium softmax rows held in registers by the whole block (kernels::block_softmax_register_rows): Q quads per
 // thread per row and 8 / Q rows per pass, so tiles of `rows_per_tile` rows leave full and partial passes; column
 // counts that fill the quads exactly, leave partial quads, or are odd (scalar accesses), a view off a 16-byte
