@@ -16,19 +16,20 @@
 #pragma once
 
 #include "kernels/device/access.cuh"
+#include "kernels/tile_shapes.hpp"
 
 #include <cuda/ptx>
 
 namespace gridflow::kernels {
 
-inline constexpr int kMaxStreamStages = 8;
+inline constexpr int kMaxStreamStages = 16;
 
-// Ring shape per block size: 32 KB of stages (it shares a union with the bodies' other shared storage).
+// Ring shape per block size: stream_ring_bytes(THREADS) of stages, in the launch's dynamic shared memory.
 template <int THREADS> struct StreamShape {
   static constexpr int kGroupsPerThread = THREADS <= 256 ? 2 : 1; // 16-byte groups per thread per stage
   static constexpr int kStageGroups = THREADS * kGroupsPerThread;
   static constexpr int kStageBytes = kStageGroups * 16;
-  static constexpr int kRingBytes = 32 * 1024;
+  static constexpr int kRingBytes = stream_ring_bytes(THREADS);
   static constexpr int kStages = kRingBytes / kStageBytes;
   static_assert(kStages >= 2, "at least double buffering");
   static_assert(kStages <= kMaxStreamStages);
@@ -37,10 +38,12 @@ template <int THREADS> struct StreamShape {
 // One barrier per ring stage, or per warp when the warps stage rows (for_each_warp_row_staged): up to 32 warps.
 inline constexpr int kStreamBarriers = 32;
 
-// The ring's data: lives in a union with other storage, used only inside one streamed call.
-template <int THREADS> struct StreamRing {
-  alignas(128) unsigned char data[StreamShape<THREADS>::kRingBytes];
-};
+// The block's ring: the launch's dynamic shared memory (the host launches every kernel that streams with
+// stream_ring_bytes(THREADS) of it). Used only inside one streamed call at a time.
+__device__ __forceinline__ unsigned char* stream_ring() {
+  extern __shared__ __align__(128) unsigned char gridflow_stream_ring[];
+  return gridflow_stream_ring;
+}
 
 // Barriers and their phases: outside any union, initialised once per kernel launch (init_stream_state), then
 // carried from call to call.
@@ -61,9 +64,9 @@ __device__ inline void init_stream_state(StreamState& s) {
   __syncthreads();
 }
 
-// Where one body streams from: its ring (union member) and the block's barrier state.
+// Where one body streams from: the block's ring (stream_ring()) and its barrier state.
 template <int THREADS> struct BlockStream {
-  StreamRing<THREADS>* ring;
+  unsigned char* ring;
   StreamState* state;
 };
 
@@ -90,7 +93,7 @@ __device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n,
       const int tid = static_cast<int>(threadIdx.x);
       for (long long i = tid; i < head; i += THREADS) f(i, load(x + i));
       const T* body = x + head; // 16-byte aligned
-      unsigned char* ring = stream->ring->data;
+      unsigned char* ring = stream->ring;
       StreamState& st = *stream->state;
       cuda::std::uint32_t phase = st.phase;
       __syncthreads(); // every thread has read the phases before the leader may write them back below
@@ -138,11 +141,21 @@ __device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n,
 }
 
 // Rows a warp holds whole (one row per warp at a time), each read from shared memory instead of global: the ring is cut
-// into one slot per warp, and the copy engine fills a warp's slot with its next row while the warp computes and
-// stores the current one, so the row's load latency is off the warp's critical path; the row after that is
-// prefetched into L2. (A warp of the megakernel otherwise has one row's loads in flight, then a dependent reduction:
-// 16 warps per SM cannot cover HBM latency that way.)
+// into one slot per warp, each slot into D row buffers, and the copy engine fills a warp's buffers with its next D
+// rows while the warp computes and stores the current one, so the rows' load latency is off the warp's critical
+// path; the row after those is prefetched into L2. (A warp of the megakernel otherwise has one row's loads in flight,
+// then a dependent reduction: 16 warps per SM cannot cover HBM latency that way.) Buffer b of warp w completes on
+// barrier w * D + b.
 template <int THREADS> constexpr long long warp_slot_bytes() { return StreamShape<THREADS>::kRingBytes / (THREADS / 32); }
+inline constexpr int kMaxStagedRowsPerWarp = 4;
+
+// Row buffers per warp for rows of `bytes`: as many as its slot holds, up to kMaxStagedRowsPerWarp and the barriers.
+template <int THREADS> __device__ __forceinline__ int staged_rows_per_warp(long long bytes) {
+  constexpr int kWarps = THREADS / 32;
+  constexpr int kMax = kMaxStagedRowsPerWarp < kStreamBarriers / kWarps ? kMaxStagedRowsPerWarp : kStreamBarriers / kWarps;
+  const long long fit = warp_slot_bytes<THREADS>() / bytes;
+  return static_cast<int>(fit < kMax ? fit : kMax);
+}
 
 // True when for_each_warp_row_staged can take rows [row_begin, row_end) of n 4-byte elements from x: a 16-byte
 // aligned view of rows a whole number of 16-byte groups long that fit a slot, the GPU has the copy engine, and
@@ -159,9 +172,9 @@ __device__ __forceinline__ bool can_stage_warp_rows(const void* x, long long n, 
 #endif
 }
 
-// Calls f(row, slot, release) for rows row_begin + w, row_begin + w + warps, ... by warp w (slot: the row's n
-// elements in shared memory). f must read what it needs of the slot, then call release() (every lane, once), which
-// hands the slot to the copy engine for the warp's next row; then it may compute and store. Preconditions:
+// Calls f(row, buffer, release) for rows row_begin + w, row_begin + w + warps, ... by warp w (buffer: the row's n
+// elements in shared memory). f must read what it needs of the buffer, then call release() (every lane, once), which
+// hands the buffer to the copy engine for a later row; then it may compute and store. Preconditions:
 // can_stage_warp_rows; every thread of the block calls it; the ring is not in use by anything else during the call;
 // a block barrier separates it from the previous and the next streamed call (it begins with one itself).
 template <int THREADS, class F>
@@ -171,40 +184,45 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
   constexpr int kWarps = THREADS / 32;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
   StreamState& st = *stream.state;
-  unsigned char* slot = stream.ring->data + warp * warp_slot_bytes<THREADS>();
-  cuda::std::uint64_t* bar = &st.full[warp];
   const auto bytes = static_cast<cuda::std::uint32_t>(4 * n);
-  cuda::std::uint32_t parity = (st.phase >> warp) & 1u;
-  // This thread's generic accesses to the ring (earlier bodies' storage shares it) before the copy engine's writes.
+  const int depth = staged_rows_per_warp<THREADS>(4 * n);
+  unsigned char* slot = stream.ring + warp * warp_slot_bytes<THREADS>();
+  const int first_bar = warp * depth;
+  const cuda::std::uint32_t phase = st.phase;
+  cuda::std::uint32_t flips = 0; // barriers whose phase this call completed an odd number of times
+  // This thread's generic accesses to the ring (earlier streamed calls) before the copy engine's writes.
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   __syncthreads(); // every thread read the phases and fenced before any warp refills a slot or flips a phase
-  const auto issue = [&](long long row) {
+  // Row k of this warp (row_begin + warp + k * kWarps) goes to buffer k % depth.
+  const auto issue = [&](long long k) {
+    const long long row = row_begin + warp + k * kWarps;
+    const int b = static_cast<int>(k % depth);
+    cuda::std::uint64_t* bar = &st.full[first_bar + b];
     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slot, x + row * n, bytes, bar);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slot + b * 4 * n, x + row * n, bytes, bar);
     if (row + kWarps < row_end)
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x + (row + kWarps) * n), "r"(bytes) : "memory");
   };
-  long long row = row_begin + warp;
+  const long long rows = row_begin + warp < row_end ? (row_end - row_begin - warp + kWarps - 1) / kWarps : 0;
   if (lane == 0) {
     cuda::ptx::fence_proxy_async(cuda::ptx::space_global); // the inputs the leader acquired before the bulk reads
-    if (row < row_end) issue(row);
+    for (long long k = 0; k < rows && k < depth; ++k) issue(k);
   }
-  cuda::std::uint32_t rows_done = 0;
-  for (; row < row_end; row += kWarps) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  for (long long k = 0; k < rows; ++k) {
+    const int b = static_cast<int>(k % depth);
+    const cuda::std::uint32_t bit = 1u << (first_bar + b);
+    while (!cuda::ptx::mbarrier_try_wait_parity(&st.full[first_bar + b], ((phase ^ flips) & bit) ? 1u : 0u)) {
     }
-    parity ^= 1u;
-    ++rows_done;
-    const long long next = row + kWarps;
-    f(row, reinterpret_cast<const float*>(slot), [&] {
-      __syncwarp(); // every lane's reads of the slot ...
-      if (lane == 0 && next < row_end) {
+    flips ^= bit;
+    f(row_begin + warp + k * kWarps, reinterpret_cast<const float*>(slot + b * 4 * n), [&] {
+      __syncwarp(); // every lane's reads of the buffer ...
+      if (lane == 0 && k + depth < rows) {
         cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); // ... before the copy engine overwrites it
-        issue(next);
+        issue(k + depth);
       }
     });
   }
-  if (lane == 0 && (rows_done & 1u)) atomicXor(&st.phase, 1u << warp);
+  if (lane == 0 && flips != 0) atomicXor(&st.phase, flips);
 #else
   (void)x, (void)n, (void)row_begin, (void)row_end, (void)stream, (void)f;
 #endif

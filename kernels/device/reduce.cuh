@@ -18,7 +18,6 @@ template <int THREADS> struct ReduceStorage {
     typename cub::BlockReduce<std::int32_t, THREADS>::TempStorage i32;
     typename cub::BlockReduce<ArgBest<float>, THREADS>::TempStorage arg_f32;
     typename cub::BlockReduce<ArgBest<std::int32_t>, THREADS>::TempStorage arg_i32;
-    StreamRing<THREADS> ring; // block_reduce_range's streamed loads (finished before the block reduce)
   };
 };
 
@@ -46,7 +45,7 @@ __device__ __forceinline__ ArgBest<T> block_reduce(ArgBest<T> v, ArgMax op, Redu
 }
 
 // Reduction of x[0, n) by the whole block; `first_index` offsets argmax indices. Result in thread 0
-// (argmax: index < 0 for an empty range). With `stream` (its ring must be s.ring) long ranges are read through
+// (argmax: index < 0 for an empty range). With `stream` long ranges are read through
 // the bulk copy engine; the fold is bit-identical either way (same ownership and order).
 template <int THREADS, class T, class Load>
 __device__ ArgBest<T> block_reduce_range(ReduceFn fn, const T* x, long long n, long long first_index, Load load,

@@ -42,10 +42,7 @@ struct MergeMaxSum {
 };
 
 template <int THREADS> struct SoftmaxStorage {
-  union {
-    typename cub::BlockReduce<MaxSum, THREADS>::TempStorage reduce;
-    StreamRing<THREADS> ring; // the two passes' streamed loads (never live together with the block reduce)
-  };
+  typename cub::BlockReduce<MaxSum, THREADS>::TempStorage reduce;
   MaxSum row; // the merged state, broadcast to the block
   // Rows held in registers (group and block paths): each warp's max and sum of exp(x - max) per row of a pass,
   // merged by every warp of the row. Two sets, alternating by pass, so one barrier per pass suffices: a warp
@@ -305,7 +302,7 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
 }
 
 // Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_group_warps). With
-// `stream` (its ring must be s.ring), a warp with several rows reads each from the ring, staged by the copy engine
+// `stream`, a warp with several rows reads each from the ring, staged by the copy engine
 // while it works on the previous one (for_each_warp_row_staged); same ownership and order of the values, so the
 // results are bit-identical to the direct loads'.
 template <int THREADS, class Load, class Store>
@@ -340,7 +337,7 @@ __device__ void block_softmax_short_rows(const float* x, float* y, long long row
 }
 
 // One row of any length by the whole block.
-// With `stream` (its ring must be s.ring), both passes read long rows through the bulk copy engine.
+// With `stream`, both passes read long rows through the bulk copy engine.
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store,
                                   SoftmaxStorage<THREADS>& s, const BlockStream<THREADS>* stream = nullptr) {

@@ -1,5 +1,6 @@
 // The GPU executor: owns the device copy of a lowered program, its buffers and its state arena, and launches
 // the megakernel cooperatively. Plain C++ over the CUDA runtime API; the kernels live in kernels.cu.
+#include "kernels/tile_shapes.hpp"
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gpu/device_memory.hpp"
@@ -24,6 +25,7 @@ public:
       throw RuntimeError(fmt::format("gpu executor: program lowered for {} blocks, launch shape has {}", p_.grid_blocks,
                                      shape_.grid_blocks));
     entry_ = megakernel_entry_for(shape_.threads_per_block);
+    dynamic_shared_ = allow_dynamic_shared(entry_, shape_.threads_per_block);
     device_ = probe_gpu();
     d_tasks_ = DeviceBuffer::of(p_.tasks);
     d_tiles_ = DeviceBuffer::of(p_.tiles);
@@ -110,7 +112,7 @@ public:
     }
     void* args[] = {&view_, &r};
     GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(entry_, dim3(shape_.grid_blocks), dim3(shape_.threads_per_block),
-                                                    args, 0, stream_.get()));
+                                                    args, dynamic_shared_, stream_.get()));
     GRIDFLOW_CUDA_CHECK_LAUNCH();
     GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
     GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
@@ -139,6 +141,7 @@ public:
   // once into a CUDA Graph and replayed. Returns the milliseconds of each timed repetition.
   std::vector<double> time_launches(bool graph, int warmup, int repeat) {
     const void* task_entry = task_kernel_entry_for(shape_.threads_per_block);
+    const std::size_t task_shared = allow_dynamic_shared(task_entry, shape_.threads_per_block);
     for (const program::TaskDesc& t : p_.tasks)
       if (program::waits_on_own_tiles(t.opcode) && t.num_tiles > shape_.grid_blocks)
         throw RuntimeError("per-task launch baseline: a task whose tiles wait on each other (scan, scatter, select) has "
@@ -151,7 +154,7 @@ public:
         std::uint32_t task = t;
         void* args[] = {&view_, &params, &task};
         GRIDFLOW_CUDA_CHECK(cudaLaunchKernel(task_entry, dim3(p_.tasks[t].num_tiles), dim3(shape_.threads_per_block),
-                                             args, 0, stream_.get()));
+                                             args, task_shared, stream_.get()));
       }
     };
     std::vector<double> times;
@@ -215,6 +218,7 @@ private:
   GpuShape shape_;
   DeviceInfo device_;
   const void* entry_ = nullptr;
+  std::size_t dynamic_shared_ = 0; // bytes of dynamic shared memory per block (the bulk-copy ring)
   DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_, d_table_, state_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer tile_trace_, barrier_trace_;
@@ -226,6 +230,14 @@ private:
 };
 
 } // namespace
+
+std::size_t allow_dynamic_shared(const void* entry, std::uint32_t threads) {
+  if (!entry) throw RuntimeError(fmt::format("no kernel compiled for {} threads per block", threads));
+  const int bytes = kernels::stream_ring_bytes(static_cast<int>(threads));
+  GRIDFLOW_CUDA_CHECK(cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  return static_cast<std::size_t>(bytes);
+}
+
 } // namespace gpu
 
 BaselineTimes time_per_task_launches(Executor& executor, int warmup, int repeat) {
@@ -244,7 +256,8 @@ GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
   const void* entry = gpu::megakernel_entry_for(threads);
   if (!entry) throw RuntimeError(fmt::format("threads per block = {}: the megakernel is compiled for 128, 256, 512 and 1024", threads));
   int max_per_sm = 0;
-  GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&max_per_sm, entry, static_cast<int>(threads), 0));
+  GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&max_per_sm, entry, static_cast<int>(threads),
+                                                                    gpu::allow_dynamic_shared(entry, threads)));
   GpuShape s;
   s.threads_per_block = threads;
   s.sm_count = static_cast<std::uint32_t>(dev.sm_count);

@@ -30,7 +30,7 @@ template <int THREADS> struct SharedStorage {
   void* views[3];              // base of the input, output and aux views (stage_tile): buffer + 4-byte offset
   TileSite site;               // the running tile's wait site (tile and task: stage_tile; the rest: init_shared)
   std::uint32_t ahead[32];     // the descriptor of the block's next task, copied early (stage_tile, warp 1 only)
-  kernels::StreamState stream; // the bulk-copy ring's barriers (the ring itself is in the union), set at launch
+  kernels::StreamState stream; // the bulk-copy ring's barriers (the ring is dynamic shared memory), set at launch
   std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
   std::uint32_t turn;
   int abort;              // set by a thread whose wait failed inside a body
@@ -60,8 +60,7 @@ template <int THREADS> struct TileContext {
   template <class T> __device__ static T* out() { return static_cast<T*>(s().views[kOutView]); }
   template <class T> __device__ static T* aux() { return static_cast<T*>(s().views[kAuxView]); }
   __device__ unsigned char* scratch() const { return state + task().scratch; }
-  __device__ static kernels::BlockStream<THREADS> reduce_stream() { return {&s().reduce.ring, &s().stream}; }
-  __device__ static kernels::BlockStream<THREADS> softmax_stream() { return {&s().softmax.ring, &s().stream}; }
+  __device__ static kernels::BlockStream<THREADS> stream() { return {kernels::stream_ring(), &s().stream}; }
 };
 
 // Writes a reduction result: argmax stores the index (i32 output), the others the value.
@@ -75,7 +74,7 @@ template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
   const auto fn = static_cast<ReduceFn>(c.task().fn);
   const program::ItemRange items = program::tile_items(c.task(), c.index);
-  const kernels::BlockStream<THREADS> stream = c.reduce_stream();
+  const kernels::BlockStream<THREADS> stream = c.stream();
   const kernels::ArgBest<T> r = kernels::block_reduce_range<THREADS>(fn, c.template in<T>() + items.begin, items.size(),
                                                                       items.begin, load, c.s().reduce, &stream);
   void* out = c.template out<char>();
@@ -117,7 +116,7 @@ __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
       if ((threadIdx.x & 31) == 0) write_result(fn, out + 4 * row, r, store);
     }
   } else {
-    const kernels::BlockStream<THREADS> stream = c.reduce_stream();
+    const kernels::BlockStream<THREADS> stream = c.stream();
     for (long long row = rows.begin; row < rows.end; ++row) {
       const kernels::ArgBest<T> r =
           kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s().reduce, &stream);
@@ -151,7 +150,7 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
                                                               load, store, lookback, c.s().scan);
     return;
   }
-  const kernels::BlockStream<THREADS> stream = c.reduce_stream();
+  const kernels::BlockStream<THREADS> stream = c.stream();
   const T aggregate =
       kernels::block_reduce_range<THREADS>(aggregate_fn<Op>(), in, items.size(), 0, load, c.s().reduce, &stream).value;
   if (threadIdx.x < 32) { // warp 0: thread 0 holds the aggregate
@@ -193,7 +192,7 @@ __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
   const float* in = c.template in<float>();
   float* out = c.template out<float>();
   if (cols <= kernels::kShortRowMaxCols) {
-    const kernels::BlockStream<THREADS> stream = c.softmax_stream();
+    const kernels::BlockStream<THREADS> stream = c.stream();
     kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s().softmax,
                                                &stream);
   } else if (cols <= kernels::register_row_max_cols<THREADS>()) {
@@ -201,7 +200,7 @@ __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
       kernels::block_softmax_rows_in_registers<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store,
                                                         c.s().softmax);
   } else {
-    const kernels::BlockStream<THREADS> stream = c.softmax_stream();
+    const kernels::BlockStream<THREADS> stream = c.stream();
     for (long long row = rows.begin; row < rows.end; ++row)
       kernels::block_softmax_row<THREADS>(in + row * cols, out + row * cols, cols, log, load, store, c.s().softmax,
                                           &stream);

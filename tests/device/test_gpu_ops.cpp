@@ -195,19 +195,20 @@ TEST_F(GpuOps, ShortSoftmaxRowsSmall) {
   }
 }
 
-// Warps with several short rows each read them from the ring, staged by the copy engine while they work on the
-// previous row (kernels::for_each_warp_row_staged): tiles of 2 to 8 rows per warp, the last tile partial; rows that
-// fill a 256-thread block's 4 KB slots exactly, shorter rows, rows of one 16-byte group, every block size's slot
-// (8 KB at 128 threads down to 1 KB at 1024); views 16 bytes into their buffer (staged too) and off a 16-byte
-// boundary, column counts not a multiple of 4 and, at 512 threads, rows longer than the 2 KB slot (those three take
-// direct loads). every_mode compares the sentinel runs, which never stage, bit for bit.
+// Warps with several short rows each read them from the ring, staged by the copy engine while they work on earlier
+// rows (kernels::for_each_warp_row_staged): tiles of 2 to 8 rows per warp, the last tile partial; every block size's
+// slot (10 KB at 128 threads, 8 KB at 256 and 512, 4 KB at 1024) with 1 to 4 row buffers per warp (3 at 128 threads
+// and 800 columns: buffers not a power of two); rows of one 16-byte group; views 16 bytes into their buffer (staged
+// too) and off a 16-byte boundary, and column counts not a multiple of 4 (those two take direct loads). every_mode
+// compares the sentinel runs, which never stage, bit for bit.
 TEST_F(GpuOps, ShortSoftmaxRowsStagedPerWarp) {
   struct Shape {
     std::uint32_t threads;
     std::int64_t rows_per_tile, cols;
   };
   for (const Shape sh : {Shape{256, 16, 1024}, Shape{256, 23, 1000}, Shape{256, 64, 4}, Shape{256, 17, 1023},
-                         Shape{128, 9, 1024}, Shape{512, 40, 512}, Shape{512, 33, 1024}, Shape{1024, 70, 256}}) {
+                         Shape{128, 9, 800}, Shape{128, 13, 1000}, Shape{512, 40, 512}, Shape{512, 37, 1024},
+                         Shape{1024, 70, 1024}}) {
     for (const std::int64_t offset : {0, 4, 1}) {
       SCOPED_TRACE("threads " + std::to_string(sh.threads) + " rows per tile " + std::to_string(sh.rows_per_tile) +
                    " cols " + std::to_string(sh.cols) + " offset " + std::to_string(offset));
@@ -218,8 +219,9 @@ TEST_F(GpuOps, ShortSoftmaxRowsStagedPerWarp) {
   }
 }
 
-// The same at a size the sanitizers can afford (memcheck covers the bulk copies' ranges, racecheck the slots'
-// reuse): one block per SM, tiles of 19 rows (2 or 3 per warp) of 256 columns, 16 bytes into the buffer.
+// The same at a size the sanitizers can afford (memcheck covers the bulk copies' ranges, racecheck the buffers'
+// reuse): one block per SM, tiles of 19 rows (2 or 3 per warp, 4 buffers each) of 256 columns, 16 bytes into the
+// buffer.
 TEST_F(GpuOps, ShortSoftmaxRowsStagedSmall) {
   every_mode(softmax_rows_graph("staged-softmax-small", 132 * 19 + 7, 256, 4, 6), 256, rows_per_tile_policy(19, 256), 1);
 }
