@@ -12,3 +12,5 @@ constexpr int scan_items_for(int threads) { return threads >= 1024 ? 8 : 16; }
 // fits an H200 SM's 228 KB beside the static shared storage (about 11, 19, 36 and 38 KB) and 1 KB reserved per
 // block: 4 x 40 KB, 2 x 64 KB, 1 x 128 KB. The occupancy check at plan time counts it.
 constexpr int stream_ring_bytes(int threads) { return threads <= 128 ? 40 * 1024 : threads <= 256 ? 64 * 1024 : 128 * 1024; }
+
+} // namespace gridflow::kernels
