@@ -73,6 +73,84 @@ template <int THREADS> struct BlockStream {
 // Ranges shorter than this many stages are not worth the barrier round trips: they use register loads.
 inline constexpr int kStreamMinStages = 2;
 
+// One range x[0, n) streamed through the block's ring: elements before x's first 16-byte boundary (head), then
+// `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % kStages), then the tail. Holds the
+// phases of the ring's barriers as this thread expects them; every thread of the block keeps an identical copy.
+template <int THREADS, class T> struct RingPass {
+  using Shape = StreamShape<THREADS>;
+  static constexpr int kStages = Shape::kStages;
+  const T* x;
+  long long n, head, groups, stages;
+  unsigned char* ring;
+  StreamState* st;
+  cuda::std::uint32_t phase;
+
+  // The pass over x[0, n), or false when the range is too short to stream.
+  __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(x);
+    long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
+    if (head > n) head = n;
+    const long long groups = (n - head) / 4;
+    const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
+    p = RingPass{x, n, head, groups, stages, stream.ring, stream.state, stream.state->phase};
+    return stages >= kStreamMinStages;
+  }
+  // Leader only: stage c into `slot`.
+  __device__ __forceinline__ void issue(long long c, int slot) const {
+    const long long g0 = c * Shape::kStageGroups;
+    const long long count = groups - g0 < Shape::kStageGroups ? groups - g0 : Shape::kStageGroups;
+    const auto bytes = static_cast<cuda::std::uint32_t>(count * 16);
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                         &st->full[slot], bytes);
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, ring + slot * Shape::kStageBytes,
+                             x + head + 4 * g0, bytes, &st->full[slot]);
+  }
+  __device__ __forceinline__ void wait(int slot) {
+    while (!cuda::ptx::mbarrier_try_wait_parity(&st->full[slot], (phase >> slot) & 1u)) {
+    }
+    phase ^= 1u << slot;
+  }
+  // This thread's groups of stage c, which is in `slot`: groups t, t + THREADS, ... of it, in increasing order.
+  template <class F> __device__ __forceinline__ void visit(long long c, int slot, F& f) const {
+    const long long g0 = c * Shape::kStageGroups;
+    const auto* v = reinterpret_cast<const typename Vec4<T>::type*>(ring + slot * Shape::kStageBytes);
+#pragma unroll
+    for (int j = 0; j < Shape::kGroupsPerThread; ++j) {
+      const long long local = threadIdx.x + static_cast<long long>(j) * THREADS;
+      if (g0 + local < groups) {
+        const auto r = v[local];
+        const long long base = head + 4 * (g0 + local);
+        f(base, r.x), f(base + 1, r.y), f(base + 2, r.z), f(base + 3, r.w);
+      }
+    }
+  }
+  template <class Load, class F> __device__ __forceinline__ void visit_head(Load load, F& f) const {
+    for (long long i = threadIdx.x; i < head; i += THREADS) f(i, load(x + i));
+  }
+  template <class Load, class F> __device__ __forceinline__ void visit_tail(Load load, F& f) const {
+    for (long long j = head + 4 * groups + threadIdx.x; j < n; j += THREADS) f(j, load(x + j));
+  }
+  // The first pass: every stage in order through the ring, the last min(stages, kStages) left resident. Begins
+  // with a block barrier (every thread has read the phases before the leader may write them back).
+  template <class F> __device__ __forceinline__ void stream_all(F& f) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+      for (long long c = 0; c < stages && c < kStages; ++c) issue(c, static_cast<int>(c));
+    }
+    for (long long c = 0; c < stages; ++c) {
+      const int slot = static_cast<int>(c % kStages);
+      wait(slot);
+      visit(c, slot, f);
+      __syncthreads(); // the stage is consumed: it may be refilled
+      if (threadIdx.x == 0 && c + kStages < stages) issue(c + kStages, slot);
+    }
+  }
+  __device__ __forceinline__ void finish() const {
+    if (threadIdx.x == 0) st->phase = phase;
+  }
+};
+
 // Like for_each_owned (same ownership and order), reading the 16-byte groups through the ring when `stream` is
 // given, the Load is vectorizable, the GPU has the copy engine, and the range spans kStreamMinStages stages.
 // Every thread of the block must call it (uniform); it contains block barriers, and the ring must not be in use
@@ -81,63 +159,70 @@ template <int THREADS, class T, class Load, class F>
 __device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n, Load load, const BlockStream<THREADS>* stream,
                                                         F&& f) {
   static_assert(sizeof(T) == 4, "4-byte elements");
-  using Shape = StreamShape<THREADS>;
 #if __CUDA_ARCH__ >= 900
   if constexpr (Load::kVectorizable) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(x);
-    long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
-    if (head > n) head = n;
-    const long long groups = (n - head) / 4;
-    const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
-    if (stream != nullptr && stages >= kStreamMinStages) {
-      const int tid = static_cast<int>(threadIdx.x);
-      for (long long i = tid; i < head; i += THREADS) f(i, load(x + i));
-      const T* body = x + head; // 16-byte aligned
-      unsigned char* ring = stream->ring;
-      StreamState& st = *stream->state;
-      cuda::std::uint32_t phase = st.phase;
-      __syncthreads(); // every thread has read the phases before the leader may write them back below
-      auto issue = [&](long long c) {
-        const int slot = static_cast<int>(c % Shape::kStages);
-        const long long g0 = c * Shape::kStageGroups;
-        const long long count = groups - g0 < Shape::kStageGroups ? groups - g0 : Shape::kStageGroups;
-        const auto bytes = static_cast<cuda::std::uint32_t>(count * 16);
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                             &st.full[slot], bytes);
-        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, ring + slot * Shape::kStageBytes,
-                                 body + 4 * g0, bytes, &st.full[slot]);
-      };
-      if (tid == 0) {
-        cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
-        for (long long c = 0; c < stages && c < Shape::kStages; ++c) issue(c);
-      }
-      for (long long c = 0; c < stages; ++c) {
-        const int slot = static_cast<int>(c % Shape::kStages);
-        while (!cuda::ptx::mbarrier_try_wait_parity(&st.full[slot], (phase >> slot) & 1u)) {
-        }
-        phase ^= 1u << slot;
-        const long long g0 = c * Shape::kStageGroups;
-        const auto* v = reinterpret_cast<const typename Vec4<T>::type*>(ring + slot * Shape::kStageBytes);
-#pragma unroll
-        for (int j = 0; j < Shape::kGroupsPerThread; ++j) {
-          const long long local = tid + static_cast<long long>(j) * THREADS;
-          if (g0 + local < groups) {
-            const auto r = v[local];
-            const long long base = head + 4 * (g0 + local);
-            f(base, r.x), f(base + 1, r.y), f(base + 2, r.z), f(base + 3, r.w);
-          }
-        }
-        __syncthreads(); // the stage is consumed: it may be refilled
-        if (tid == 0 && c + Shape::kStages < stages) issue(c + Shape::kStages);
-      }
-      if (tid == 0) st.phase = phase;
-      for (long long j = head + 4 * groups + tid; j < n; j += THREADS) f(j, load(x + j));
+    RingPass<THREADS, T> p;
+    if (stream != nullptr && RingPass<THREADS, T>::plan(x, n, *stream, p)) {
+      p.visit_head(load, f);
+      p.stream_all(f);
+      p.visit_tail(load, f);
+      p.finish();
       return;
     }
   }
 #endif
   (void)stream;
   for_each_owned<THREADS>(x, n, load, static_cast<F&&>(f));
+}
+
+// Two passes over x[0, n) by the whole block: first(i, v) over every element exactly as for_each_owned_streamed
+// (same ownership and order), then between() (every thread; it may hold block barriers but must not touch the
+// ring), then second(i, v) over every element again by the same thread in an unspecified order. Streamed, the
+// second pass starts on the stages the first one left in the ring (the range's last kStages stages) and reads only
+// the rest again: a range that fits the ring is read from global memory once. Same calling rules as
+// for_each_owned_streamed.
+template <int THREADS, class T, class Load, class F1, class B, class F2>
+__device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long long n, Load load,
+                                                              const BlockStream<THREADS>* stream, F1&& first,
+                                                              B&& between, F2&& second) {
+  static_assert(sizeof(T) == 4, "4-byte elements");
+#if __CUDA_ARCH__ >= 900
+  if constexpr (Load::kVectorizable) {
+    using Pass = RingPass<THREADS, T>;
+    Pass p;
+    if (stream != nullptr && Pass::plan(x, n, *stream, p)) {
+      p.visit_head(load, first);
+      p.stream_all(first);
+      p.visit_tail(load, first);
+      between();
+      p.visit_head(load, second);
+      // Stages [resident, stages) are still in the ring. Each is visited and its slot refilled with the next early
+      // stage (e = 0, 1, ...), so early stage e lands in slot (resident + e) % kStages, and keeps that slot's turn
+      // when the ring cycles through the early stages.
+      const long long resident = p.stages > Pass::kStages ? p.stages - Pass::kStages : 0;
+      for (long long c = resident; c < p.stages; ++c) {
+        const int slot = static_cast<int>(c % Pass::kStages);
+        p.visit(c, slot, second);
+        __syncthreads();
+        if (threadIdx.x == 0 && c - resident < resident) p.issue(c - resident, slot);
+      }
+      for (long long e = 0; e < resident; ++e) {
+        const int slot = static_cast<int>((resident + e) % Pass::kStages);
+        p.wait(slot);
+        p.visit(e, slot, second);
+        __syncthreads();
+        if (threadIdx.x == 0 && e + Pass::kStages < resident) p.issue(e + Pass::kStages, slot);
+      }
+      p.visit_tail(load, second);
+      p.finish();
+      return;
+    }
+  }
+#endif
+  (void)stream;
+  for_each_owned<THREADS>(x, n, load, first);
+  between();
+  for_each_owned<THREADS>(x, n, load, second);
 }
 
 // Rows a warp holds whole (one row per warp at a time), each read from shared memory instead of global: the ring is cut

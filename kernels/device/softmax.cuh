@@ -336,26 +336,32 @@ __device__ void block_softmax_short_rows(const float* x, float* y, long long row
   group_softmax_rows<false, THREADS>(x, y, row_begin, row_end, cols, log, load, store, lg_g, s);
 }
 
-// One row of any length by the whole block.
-// With `stream`, both passes read long rows through the bulk copy engine.
+// One row of any length by the whole block: an online pass (each thread's running max and rescaled sum, merged by a
+// block reduce), then a write pass over the row again. With `stream`, both passes read through the bulk copy engine,
+// and the write pass starts on the stages the first pass left in the ring, so a row that fits the ring is read from
+// global memory once (for_each_owned_streamed_twice).
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store,
                                   SoftmaxStorage<THREADS>& s, const BlockStream<THREADS>* stream = nullptr) {
   MaxSum st{-INFINITY, 0.0f};
-  for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long, float v) {
-    if (v > st.m) {
-      st.s = st.s * __expf(st.m - v) + 1.0f;
-      st.m = v;
-    } else if (st.m != -INFINITY) { // (-inf) - (-inf) would be NaN: a -inf input adds nothing
-      st.s += __expf(v - st.m);
-    }
-  });
-  const MaxSum r = cub::BlockReduce<MaxSum, THREADS>(s.reduce).Reduce(st, MergeMaxSum{});
-  if (threadIdx.x == 0) s.row = r;
-  __syncthreads();
-  const RowNorm row = RowNorm::of(s.row, log);
-  // The write pass re-reads the row with the same vector loads (several in flight) as the first pass.
-  for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long i, float v) { store_softmax(store, y + i, v, row, log); });
+  RowNorm row{};
+  for_each_owned_streamed_twice<THREADS>(
+      x, n, load, stream,
+      [&](long long, float v) {
+        if (v > st.m) {
+          st.s = st.s * __expf(st.m - v) + 1.0f;
+          st.m = v;
+        } else if (st.m != -INFINITY) { // (-inf) - (-inf) would be NaN: a -inf input adds nothing
+          st.s += __expf(v - st.m);
+        }
+      },
+      [&] {
+        const MaxSum r = cub::BlockReduce<MaxSum, THREADS>(s.reduce).Reduce(st, MergeMaxSum{});
+        if (threadIdx.x == 0) s.row = r;
+        __syncthreads();
+        row = RowNorm::of(s.row, log);
+      },
+      [&](long long i, float v) { store_softmax(store, y + i, v, row, log); });
   __syncthreads(); // s.row and the reduce storage are reused by the next row
 }
 

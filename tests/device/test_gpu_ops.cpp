@@ -138,9 +138,12 @@ TEST_F(GpuOps, StreamedReadsSmall) {
   g.add_buffer("a", DType::i32, {1});
   g.add_buffer("m", DType::f32, {2, 20000 + 3}, InitUniform{-4, 4, 43});
   g.add_buffer("sm", DType::f32, {2, 20000 + 3});
+  g.add_buffer("m2", DType::f32, {3, 12001}, InitUniform{-4, 4, 44});
+  g.add_buffer("sm2", DType::f32, {3, 12001});
   g.reduce("reduce", ViewSpec::range("x", 1, n), "r", ReduceFn::sum);
   g.reduce("argmax", ViewSpec::range("x", 1, n), "a", ReduceFn::argmax);
-  g.softmax("softmax", "m", "sm");
+  g.softmax("softmax", "m", "sm");   // 10 stages at 256 threads: 8 left in the ring, 2 read again
+  g.softmax("softmax2", "m2", "sm2"); // 6 stages: the whole row left in the ring
   every_mode(g);
 }
 
@@ -257,6 +260,20 @@ TEST_F(GpuOps, MediumSoftmaxRowsSmall) {
   g.add_buffer("sm", DType::f32, {rows, cols});
   g.softmax("softmax", "m", "sm");
   every_mode(g, 256, rows_per_tile_policy(9, cols), 1);
+}
+
+// Long softmax rows (block per row, two passes): the write pass starts on the stages the first pass left in the
+// ring and reads the rest again (kernels::for_each_owned_streamed_twice). At each block size (ring 40 KB at 128
+// threads, 64 KB at 256, 128 KB at 512) rows that fit the ring, fill it exactly or overflow it, with a partial last
+// stage or not, in views off a 16-byte boundary (head and tail elements read directly) or not.
+TEST_F(GpuOps, LongSoftmaxRowsResidentInRing) {
+  for (const std::uint32_t threads : {128u, 256u, 512u})
+    for (const std::int64_t cols : {8193, 10240, 16384 + 5, 24000, 32768, 40000, 65543})
+      for (const std::int64_t offset : {0, 3}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " cols " + std::to_string(cols) + " offset " +
+                     std::to_string(offset));
+        every_mode(softmax_rows_graph("long-softmax", 5, cols, offset, 8), threads);
+      }
 }
 
 TEST_F(GpuOps, ZeroLength) {
