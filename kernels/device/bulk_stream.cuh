@@ -75,7 +75,8 @@ inline constexpr int kStreamMinStages = 2;
 
 // One range x[0, n) streamed through the block's ring: elements before x's first 16-byte boundary (head), then
 // `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % kStages), then the tail. Holds the
-// phases of the ring's barriers as this thread expects them; every thread of the block keeps an identical copy.
+// phases of the ring's barriers as this thread expects them from stream_all on; every thread of the block keeps an
+// identical copy.
 template <int THREADS, class T> struct RingPass {
   using Shape = StreamShape<THREADS>;
   static constexpr int kStages = Shape::kStages;
@@ -85,14 +86,14 @@ template <int THREADS, class T> struct RingPass {
   StreamState* st;
   cuda::std::uint32_t phase;
 
-  // The pass over x[0, n), or false when the range is too short to stream.
+  // The pass over x[0, n) (its geometry alone), or false when the range is too short to stream.
   __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
     const auto addr = reinterpret_cast<std::uintptr_t>(x);
     long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
     if (head > n) head = n;
     const long long groups = (n - head) / 4;
     const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
-    p = RingPass{x, n, head, groups, stages, stream.ring, stream.state, stream.state->phase};
+    p = RingPass{x, n, head, groups, stages, stream.ring, stream.state, 0};
     return stages >= kStreamMinStages;
   }
   // Leader only: stage c into `slot`.
@@ -133,6 +134,7 @@ template <int THREADS, class T> struct RingPass {
   // The first pass: every stage in order through the ring, the last min(stages, kStages) left resident. Begins
   // with a block barrier (every thread has read the phases before the leader may write them back).
   template <class F> __device__ __forceinline__ void stream_all(F& f) {
+    phase = st->phase;
     __syncthreads();
     if (threadIdx.x == 0) {
       cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
@@ -148,6 +150,44 @@ template <int THREADS, class T> struct RingPass {
   }
   __device__ __forceinline__ void finish() const {
     if (threadIdx.x == 0) st->phase = phase;
+  }
+};
+
+// Where a streamed pass that fit the ring left its range x[0, n): elements [head, end) at ring[i - head].
+template <class T> struct RingSpan {
+  const T* ring;
+  long long head, end;
+};
+
+// True, with the span, when for_each_owned_streamed<THREADS>(x, n, load, &stream, ...) streams the range and all of
+// its stages fit the ring at once: after that call the range's aligned body is still in the ring, in order, until
+// the next streamed call. Reads no shared memory (callable by every thread at any time).
+template <int THREADS, class T, class Load>
+__device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long long n, const BlockStream<THREADS>& stream,
+                                                             RingSpan<T>& span) {
+#if __CUDA_ARCH__ >= 900
+  if constexpr (Load::kVectorizable) {
+    RingPass<THREADS, T> p;
+    if (RingPass<THREADS, T>::plan(x, n, stream, p) && p.stages <= RingPass<THREADS, T>::kStages) {
+      span = {reinterpret_cast<const T*>(stream.ring), p.head, p.head + 4 * p.groups};
+      return true;
+    }
+  }
+#endif
+  (void)x, (void)n, (void)stream, (void)span;
+  return false;
+}
+
+// A Load that reads x[i] from the ring where a streamed pass left it (span) and through `inner` elsewhere (the
+// range's head and tail elements). Scalar: bodies read it element by element (striped, conflict-free).
+template <class T, class Load> struct RingResidentLoad {
+  static constexpr bool kVectorizable = false;
+  Load inner;
+  const T* x;
+  RingSpan<T> span;
+  __device__ __forceinline__ T operator()(const T* p) const {
+    const long long i = p - x;
+    return i >= span.head && i < span.end ? span.ring[i - span.head] : inner(p);
   }
 };
 

@@ -133,8 +133,10 @@ template <class Op> constexpr ReduceFn aggregate_fn() {
 
 // A scan_all tile is `chunks` register tiles (THREADS * scan_items each). One chunk: single pass, the carry comes
 // from the look-back inside the block scan. Several: the tile's aggregate first (a streamed block reduce), then
-// the look-back, then the chunks scanned in order with a running carry. The second read is meant to hit the L2
-// (lowering caps the tile so every block's tile fits at once; hit rates not yet measured), and the tile pays one
+// the look-back, then the chunks scanned in order with a running carry. When the tile fits the bulk-copy ring
+// (kernels::stream_ring_bytes: 4 chunks at 256 threads), the reduce leaves it there and the chunks are scanned from
+// shared memory: one read of the input from global memory. Otherwise the chunks read it again, meant to hit the L2
+// (lowering caps the tile so every block's tile fits at once; hit rates not yet measured). The tile pays one
 // look-back per `chunks` register tiles.
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) {
@@ -151,6 +153,8 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
     return;
   }
   const kernels::BlockStream<THREADS> stream = c.stream();
+  kernels::RingSpan<T> span{};
+  const bool resident = kernels::streamed_range_stays_in_ring<THREADS, T, Load>(in, items.size(), stream, span);
   const T aggregate =
       kernels::block_reduce_range<THREADS>(aggregate_fn<Op>(), in, items.size(), 0, load, c.s().reduce, &stream).value;
   if (threadIdx.x < 32) { // warp 0: thread 0 holds the aggregate
@@ -159,12 +163,16 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
   }
   __syncthreads();
   kernels::RunningCarry<T, Op> carry{from_bits<T>(c.s().carry), op};
-  for (long long base = 0; base < items.size(); base += kChunk) {
-    const long long n = items.size() - base < kChunk ? items.size() - base : kChunk;
-    kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in + base, out + base, static_cast<int>(n),
-                                                              load, store, carry, c.s().scan);
-    __syncthreads(); // the next chunk's load reuses the store's shared memory
-  }
+  const auto scan_chunks = [&](auto chunk_load) {
+    for (long long base = 0; base < items.size(); base += kChunk) {
+      const long long n = items.size() - base < kChunk ? items.size() - base : kChunk;
+      kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in + base, out + base,
+                                                                static_cast<int>(n), chunk_load, store, carry, c.s().scan);
+      __syncthreads(); // the next chunk's load reuses the store's shared memory
+    }
+  };
+  if (resident) scan_chunks(kernels::RingResidentLoad<T, Load>{load, in, span});
+  else scan_chunks(load);
 }
 
 template <int THREADS, class T, class Op, class Load, class Store>

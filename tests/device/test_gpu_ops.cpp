@@ -91,38 +91,42 @@ TEST_F(GpuOps, VectorEdgeSizes) {
 TEST_F(GpuOps, VectorTwoToThe26) { every_mode(vector_ops(std::int64_t{1} << 26, 26)); }
 
 // Streamed reads (bulk copies into the shared ring) and multi-chunk scan tiles: a view starting off a 16-byte
-// boundary (head elements), lengths that leave a partial last stage, chunk and tile, 3 chunks per tile; the
-// sentinel run reads every element polled instead, so "all modes bit-identical" also checks that a streamed fold
-// equals a register-loaded one.
+// boundary (head elements), lengths that leave a partial last stage, chunk and tile; 3 chunks per tile (the tile
+// stays in the ring and its chunks are scanned from there) and 9 (read again from global memory); the sentinel run
+// reads every element polled instead, so "all modes bit-identical" also checks that a streamed fold equals a
+// register-loaded one, and a scan from the ring equals one from global memory.
 TEST_F(GpuOps, StreamedReadsAndMultiChunkScanTiles) {
   for (std::uint32_t threads : {256u, 512u}) {
-    TilePolicy tiles;
-    tiles.waves = 1;
-    tiles.scan_chunks_per_tile = 3;
-    for (std::int64_t n : {std::int64_t{3} * 16 * threads * 132 * 2 + 12345, std::int64_t{5000001}}) {
-      SCOPED_TRACE("threads " + std::to_string(threads) + " n " + std::to_string(n));
-      Graph g("streamed");
-      g.add_buffer("x", DType::f32, {n + 3}, InitUniform{-1, 1, static_cast<std::uint64_t>(n)});
-      g.add_buffer("k", DType::i32, {n + 3}, InitUniform{-1000, 1000, static_cast<std::uint64_t>(n) + 1});
-      for (const char* fn : {"sum", "argmax"}) {
-        const ReduceFn f = *parse_reduce_fn(fn);
-        g.add_buffer(std::string("r_") + fn, f == ReduceFn::argmax ? DType::i32 : DType::f32, {1});
-        g.reduce(std::string("reduce_") + fn, ViewSpec::range("x", 3, n), std::string("r_") + fn, f);
-      }
-      for (const char* fn : {"sum", "max"})
-        for (bool ex : {false, true}) {
-          const std::string tag = std::string(fn) + (ex ? "_ex" : "_in");
-          g.add_buffer("s_" + tag, DType::f32, {n});
-          g.add_buffer("si_" + tag, DType::i32, {n});
-          g.scan("scan_" + tag, ViewSpec::range("x", 1, n), "s_" + tag, *parse_scan_fn(fn), ex);
-          g.scan("scani_" + tag, ViewSpec::range("k", 2, n), "si_" + tag, *parse_scan_fn(fn), ex);
+    for (std::uint32_t chunks : {3u, 9u}) {
+      TilePolicy tiles;
+      tiles.waves = 1;
+      tiles.scan_chunks_per_tile = chunks;
+      for (std::int64_t n : {std::int64_t{3} * 16 * threads * 132 * 2 + 12345, std::int64_t{5000001}}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " chunks " + std::to_string(chunks) + " n " +
+                     std::to_string(n));
+        Graph g("streamed");
+        g.add_buffer("x", DType::f32, {n + 3}, InitUniform{-1, 1, static_cast<std::uint64_t>(n)});
+        g.add_buffer("k", DType::i32, {n + 3}, InitUniform{-1000, 1000, static_cast<std::uint64_t>(n) + 1});
+        for (const char* fn : {"sum", "argmax"}) {
+          const ReduceFn f = *parse_reduce_fn(fn);
+          g.add_buffer(std::string("r_") + fn, f == ReduceFn::argmax ? DType::i32 : DType::f32, {1});
+          g.reduce(std::string("reduce_") + fn, ViewSpec::range("x", 3, n), std::string("r_") + fn, f);
         }
-      g.add_buffer("m", DType::f32, {5, 65536 + 7}, InitUniform{-4, 4, 77});
-      g.add_buffer("sm", DType::f32, {5, 65536 + 7});
-      g.add_buffer("rr", DType::f32, {5});
-      g.softmax("softmax_long_rows", "m", "sm");
-      g.reduce("rowreduce_long_rows", "m", "rr", ReduceFn::sum, Axis::row);
-      every_mode(g, threads, tiles);
+        for (const char* fn : {"sum", "max"})
+          for (bool ex : {false, true}) {
+            const std::string tag = std::string(fn) + (ex ? "_ex" : "_in");
+            g.add_buffer("s_" + tag, DType::f32, {n});
+            g.add_buffer("si_" + tag, DType::i32, {n});
+            g.scan("scan_" + tag, ViewSpec::range("x", 1, n), "s_" + tag, *parse_scan_fn(fn), ex);
+            g.scan("scani_" + tag, ViewSpec::range("k", 2, n), "si_" + tag, *parse_scan_fn(fn), ex);
+          }
+        g.add_buffer("m", DType::f32, {5, 65536 + 7}, InitUniform{-4, 4, 77});
+        g.add_buffer("sm", DType::f32, {5, 65536 + 7});
+        g.add_buffer("rr", DType::f32, {5});
+        g.softmax("softmax_long_rows", "m", "sm");
+        g.reduce("rowreduce_long_rows", "m", "rr", ReduceFn::sum, Axis::row);
+        every_mode(g, threads, tiles);
+      }
     }
   }
 }
