@@ -24,42 +24,50 @@ namespace gridflow::kernels {
 
 inline constexpr int kMaxStreamStages = 16;
 
-// Ring shape per block size: stream_ring_bytes(THREADS) of stages, in the launch's dynamic shared memory.
+// Ring shape per block size: stages of stream_stage_bytes(THREADS), at most stream_ring_bytes(THREADS) of them, in
+// the launch's dynamic shared memory; how many a launch has is StreamState::stages.
 template <int THREADS> struct StreamShape {
   static constexpr int kGroupsPerThread = THREADS <= 256 ? 2 : 1; // 16-byte groups per thread per stage
   static constexpr int kStageGroups = THREADS * kGroupsPerThread;
   static constexpr int kStageBytes = kStageGroups * 16;
-  static constexpr int kRingBytes = stream_ring_bytes(THREADS);
-  static constexpr int kStages = kRingBytes / kStageBytes;
-  static_assert(kStages >= 2, "at least double buffering");
-  static_assert(kStages <= kMaxStreamStages);
+  static constexpr int kMaxStages = stream_ring_bytes(THREADS) / kStageBytes;
+  static_assert(kStageBytes == stream_stage_bytes(THREADS));
+  static_assert(kMaxStages >= 2 && kMaxStages <= kMaxStreamStages);
 };
 
 // One barrier per ring stage, or per warp when the warps stage rows (for_each_warp_row_staged): up to 32 warps.
 inline constexpr int kStreamBarriers = 32;
 
-// The block's ring: the launch's dynamic shared memory (the host launches every kernel that streams with
-// stream_ring_bytes(THREADS) of it). Used only inside one streamed call at a time.
+// The block's ring: the launch's dynamic shared memory, RunParams::ring_bytes of it (at most
+// stream_ring_bytes(THREADS)). Used only inside one streamed call at a time.
 __device__ __forceinline__ unsigned char* stream_ring() {
   extern __shared__ __align__(128) unsigned char gridflow_stream_ring[];
   return gridflow_stream_ring;
 }
 
-// Barriers and their phases: outside any union, initialised once per kernel launch (init_stream_state), then
-// carried from call to call.
+// Barriers and their phases, and the ring's size this launch: outside any union, initialised once per kernel launch
+// (init_stream_state), then carried from call to call.
 struct StreamState {
   alignas(8) cuda::std::uint64_t full[kStreamBarriers];
-  cuda::std::uint32_t phase; // bit s: the parity the next wait on barrier s expects
+  cuda::std::uint32_t phase;      // bit s: the parity the next wait on barrier s expects
+  cuda::std::uint32_t ring_bytes; // the ring (0: none; every streamed call then reads directly)
+  int stages;                     // whole stages in the ring (0 or 1: too few to stream)
 };
 
-// Once per block at kernel start, before any streamed call; followed by a block barrier (done here).
-__device__ inline void init_stream_state(StreamState& s) {
+// Once per block at kernel start, before any streamed call, with the launch's ring size (at most
+// stream_ring_bytes(THREADS): larger is clamped); followed by a block barrier (done here).
+template <int THREADS> __device__ inline void init_stream_state(StreamState& s, cuda::std::uint32_t ring_bytes) {
 #if __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0) {
     for (int k = 0; k < kStreamBarriers; ++k) cuda::ptx::mbarrier_init(&s.full[k], 1);
     s.phase = 0;
+    const auto most = static_cast<cuda::std::uint32_t>(stream_ring_bytes(THREADS));
+    s.ring_bytes = ring_bytes < most ? ring_bytes : most;
+    s.stages = static_cast<int>(s.ring_bytes / StreamShape<THREADS>::kStageBytes);
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
+#else
+  if (threadIdx.x == 0) s.phase = 0, s.ring_bytes = 0, s.stages = 0;
 #endif
   __syncthreads();
 }
@@ -74,17 +82,20 @@ template <int THREADS> struct BlockStream {
 inline constexpr int kStreamMinStages = 2;
 
 // One range x[0, n) streamed through the block's ring: elements before x's first 16-byte boundary (head), then
-// `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % kStages), then the tail. Holds the
+// `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % slots, slots the ring's stages this
+// launch), then the tail. Holds the
 // phases of the ring's barriers as this thread expects them from stream_all on; every thread of the block keeps an
 // identical copy.
 template <int THREADS, class T> struct RingPass {
   using Shape = StreamShape<THREADS>;
-  static constexpr int kStages = Shape::kStages;
   const T* x;
   long long n, head, groups, stages;
+  int slots; // stages the ring holds
   unsigned char* ring;
   StreamState* st;
   cuda::std::uint32_t phase;
+
+  __device__ __forceinline__ int slot_of(long long c) const { return static_cast<int>(c) % slots; } // c < 2^31
 
   // The pass over x[0, n) (its geometry alone), or false when the range is too short to stream.
   __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
@@ -93,8 +104,8 @@ template <int THREADS, class T> struct RingPass {
     if (head > n) head = n;
     const long long groups = (n - head) / 4;
     const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
-    p = RingPass{x, n, head, groups, stages, stream.ring, stream.state, 0};
-    return stages >= kStreamMinStages;
+    p = RingPass{x, n, head, groups, stages, stream.state->stages, stream.ring, stream.state, 0};
+    return stages >= kStreamMinStages && p.slots >= 2;
   }
   // Leader only: stage c into `slot`.
   __device__ __forceinline__ void issue(long long c, int slot) const {
@@ -131,21 +142,21 @@ template <int THREADS, class T> struct RingPass {
   template <class Load, class F> __device__ __forceinline__ void visit_tail(Load load, F& f) const {
     for (long long j = head + 4 * groups + threadIdx.x; j < n; j += THREADS) f(j, load(x + j));
   }
-  // The first pass: every stage in order through the ring, the last min(stages, kStages) left resident. Begins
+  // The first pass: every stage in order through the ring, the last min(stages, slots) left resident. Begins
   // with a block barrier (every thread has read the phases before the leader may write them back).
   template <class F> __device__ __forceinline__ void stream_all(F& f) {
     phase = st->phase;
     __syncthreads();
     if (threadIdx.x == 0) {
       cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
-      for (long long c = 0; c < stages && c < kStages; ++c) issue(c, static_cast<int>(c));
+      for (long long c = 0; c < stages && c < slots; ++c) issue(c, static_cast<int>(c));
     }
     for (long long c = 0; c < stages; ++c) {
-      const int slot = static_cast<int>(c % kStages);
+      const int slot = slot_of(c);
       wait(slot);
       visit(c, slot, f);
       __syncthreads(); // the stage is consumed: it may be refilled
-      if (threadIdx.x == 0 && c + kStages < stages) issue(c + kStages, slot);
+      if (threadIdx.x == 0 && c + slots < stages) issue(c + slots, slot);
     }
   }
   __device__ __forceinline__ void finish() const {
@@ -168,7 +179,7 @@ __device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long lo
 #if __CUDA_ARCH__ >= 900
   if constexpr (Load::kVectorizable) {
     RingPass<THREADS, T> p;
-    if (RingPass<THREADS, T>::plan(x, n, stream, p) && p.stages <= RingPass<THREADS, T>::kStages) {
+    if (RingPass<THREADS, T>::plan(x, n, stream, p) && p.stages <= p.slots) {
       span = {reinterpret_cast<const T*>(stream.ring), p.head, p.head + 4 * p.groups};
       return true;
     }
@@ -218,7 +229,7 @@ __device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n,
 // Two passes over x[0, n) by the whole block: first(i, v) over every element exactly as for_each_owned_streamed
 // (same ownership and order), then between() (every thread; it may hold block barriers but must not touch the
 // ring), then second(i, v) over every element again by the same thread in an unspecified order. Streamed, the
-// second pass starts on the stages the first one left in the ring (the range's last kStages stages) and reads only
+// second pass starts on the stages the first one left in the ring (as many of the range's last stages as it holds) and reads only
 // the rest again: a range that fits the ring is read from global memory once. Same calling rules as
 // for_each_owned_streamed.
 template <int THREADS, class T, class Load, class F1, class B, class F2>
@@ -237,21 +248,21 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
       between();
       p.visit_head(load, second);
       // Stages [resident, stages) are still in the ring. Each is visited and its slot refilled with the next early
-      // stage (e = 0, 1, ...), so early stage e lands in slot (resident + e) % kStages, and keeps that slot's turn
+      // stage (e = 0, 1, ...), so early stage e lands in slot (resident + e) % slots, and keeps that slot's turn
       // when the ring cycles through the early stages.
-      const long long resident = p.stages > Pass::kStages ? p.stages - Pass::kStages : 0;
+      const long long resident = p.stages > p.slots ? p.stages - p.slots : 0;
       for (long long c = resident; c < p.stages; ++c) {
-        const int slot = static_cast<int>(c % Pass::kStages);
+        const int slot = p.slot_of(c);
         p.visit(c, slot, second);
         __syncthreads();
         if (threadIdx.x == 0 && c - resident < resident) p.issue(c - resident, slot);
       }
       for (long long e = 0; e < resident; ++e) {
-        const int slot = static_cast<int>((resident + e) % Pass::kStages);
+        const int slot = p.slot_of(resident + e);
         p.wait(slot);
         p.visit(e, slot, second);
         __syncthreads();
-        if (threadIdx.x == 0 && e + Pass::kStages < resident) p.issue(e + Pass::kStages, slot);
+        if (threadIdx.x == 0 && e + p.slots < resident) p.issue(e + p.slots, slot);
       }
       p.visit_tail(load, second);
       p.finish();
@@ -271,14 +282,18 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
 // path; the row after those is prefetched into L2. (A warp of the megakernel otherwise has one row's loads in flight,
 // then a dependent reduction: 16 warps per SM cannot cover HBM latency that way.) Buffer b of warp w completes on
 // barrier w * D + b.
-template <int THREADS> constexpr long long warp_slot_bytes() { return StreamShape<THREADS>::kRingBytes / (THREADS / 32); }
 inline constexpr int kMaxStagedRowsPerWarp = 4;
 
+// Bytes of each warp's slot this launch (a multiple of 16).
+template <int THREADS> __device__ __forceinline__ long long warp_slot_bytes(const StreamState& st) {
+  return static_cast<long long>(st.ring_bytes / (THREADS / 32)) & ~15LL;
+}
+
 // Row buffers per warp for rows of `bytes`: as many as its slot holds, up to kMaxStagedRowsPerWarp and the barriers.
-template <int THREADS> __device__ __forceinline__ int staged_rows_per_warp(long long bytes) {
+template <int THREADS> __device__ __forceinline__ int staged_rows_per_warp(const StreamState& st, long long bytes) {
   constexpr int kWarps = THREADS / 32;
   constexpr int kMax = kMaxStagedRowsPerWarp < kStreamBarriers / kWarps ? kMaxStagedRowsPerWarp : kStreamBarriers / kWarps;
-  const long long fit = warp_slot_bytes<THREADS>() / bytes;
+  const long long fit = warp_slot_bytes<THREADS>(st) / bytes;
   return static_cast<int>(fit < kMax ? fit : kMax);
 }
 
@@ -286,13 +301,14 @@ template <int THREADS> __device__ __forceinline__ int staged_rows_per_warp(long 
 // aligned view of rows a whole number of 16-byte groups long that fit a slot, the GPU has the copy engine, and
 // every warp gets at least two rows (with one there is nothing to overlap).
 template <int THREADS>
-__device__ __forceinline__ bool can_stage_warp_rows(const void* x, long long n, long long row_begin, long long row_end) {
+__device__ __forceinline__ bool can_stage_warp_rows(const void* x, long long n, long long row_begin, long long row_end,
+                                                    const BlockStream<THREADS>& stream) {
 #if __CUDA_ARCH__ >= 900
   static_assert(THREADS / 32 <= kStreamBarriers);
-  return n > 0 && n % 4 == 0 && 4 * n <= warp_slot_bytes<THREADS>() && (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 &&
-         row_end - row_begin >= 2LL * (THREADS / 32);
+  return n > 0 && n % 4 == 0 && 4 * n <= warp_slot_bytes<THREADS>(*stream.state) &&
+         (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 && row_end - row_begin >= 2LL * (THREADS / 32);
 #else
-  (void)x, (void)n, (void)row_begin, (void)row_end;
+  (void)x, (void)n, (void)row_begin, (void)row_end, (void)stream;
   return false;
 #endif
 }
@@ -310,8 +326,8 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
   StreamState& st = *stream.state;
   const auto bytes = static_cast<cuda::std::uint32_t>(4 * n);
-  const int depth = staged_rows_per_warp<THREADS>(4 * n);
-  unsigned char* slot = stream.ring + warp * warp_slot_bytes<THREADS>();
+  const int depth = staged_rows_per_warp<THREADS>(st, 4 * n);
+  unsigned char* slot = stream.ring + warp * warp_slot_bytes<THREADS>(st);
   const int first_bar = warp * depth;
   const cuda::std::uint32_t phase = st.phase;
   cuda::std::uint32_t flips = 0; // barriers whose phase this call completed an odd number of times

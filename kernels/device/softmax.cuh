@@ -312,7 +312,7 @@ __device__ void block_softmax_short_rows(const float* x, float* y, long long row
   const int g = short_row_group_warps(row_end - row_begin, n, THREADS / 32);
   if (g == 1) {
     if constexpr (Load::kVectorizable) {
-      if (stream != nullptr && can_stage_warp_rows<THREADS>(x, n, row_begin, row_end)) {
+      if (stream != nullptr && can_stage_warp_rows<THREADS>(x, n, row_begin, row_end, *stream)) {
         for_each_warp_row_staged<THREADS>(x, n, row_begin, row_end, *stream,
                                           [&](long long row, const float* slot, auto release) {
                                             float v[kWarpRowValues];

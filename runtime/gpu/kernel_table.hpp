@@ -20,9 +20,9 @@ const void* fill_sentinels_entry();
 // task_kernel<THREADS>(ProgramView, RunParams, task): one task, one block per tile (baselines).
 const void* task_kernel_entry_for(std::uint32_t threads);
 
-// The dynamic shared memory every launch of a megakernel or task kernel of `threads` per block passes: the bulk-copy
-// ring (kernels::stream_ring_bytes). allow_dynamic_shared raises the kernel's opt-in limit to it (above the 48 KB
-// default; idempotent) and returns it: call it before an occupancy query or a launch of `entry`.
+// The most dynamic shared memory a launch of a megakernel or task kernel of `threads` per block passes: the largest
+// bulk-copy ring (kernels::stream_ring_bytes). allow_dynamic_shared raises the kernel's opt-in limit to it (above the
+// 48 KB default; idempotent) and returns it: call it before an occupancy query or a launch of `entry`.
 std::size_t allow_dynamic_shared(const void* entry, std::uint32_t threads);
 
 } // namespace gridflow::gpu

@@ -17,7 +17,7 @@ __device__ void init_shared(const program::ProgramView& v, const program::RunPar
                                          program::kNoTile, 0, r.pacing},
                       0, &s.abort};
   }
-  kernels::init_stream_state(s.stream); // ends with __syncthreads
+  kernels::init_stream_state<THREADS>(s.stream, r.ring_bytes); // ends with __syncthreads
 }
 
 // Warp 1's copy-ahead of the next task descriptor (stage_tile): which task's words are in flight to s.ahead.
