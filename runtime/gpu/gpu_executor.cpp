@@ -3,6 +3,7 @@
 #include "kernels/tile_shapes.hpp"
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/gpu/copy_ring.hpp"
 #include "runtime/gpu/device_memory.hpp"
 #include "runtime/gpu/kernel_table.hpp"
 #include "runtime/gpu_baselines.hpp"
@@ -18,19 +19,6 @@ namespace gpu {
 
 namespace {
 
-// The bulk-copy ring a program's launches get (RunParams::ring_bytes, the launch's dynamic shared memory per block):
-// enough stages for its longest tile input, at least two, at most the block size's maximum. A ring no program needs
-// costs L1: the SM splits one store between shared memory and the L1 that holds the megakernel's spilled state, and
-// a 64 KB ring in every block made the 512-op chains of one-row tiles 20-25% slower (H200 run 35).
-std::uint32_t ring_bytes_for(const LoweredProgram& p, std::uint32_t threads) {
-  const std::int64_t stage = kernels::stream_stage_bytes(static_cast<int>(threads));
-  std::int64_t longest = 0;
-  for (const program::TaskDesc& t : p.tasks)
-    longest = std::max(longest, t.tile_size * program::input_per_item(t) * 4);
-  const std::int64_t stages = std::max<std::int64_t>(2, (longest + stage - 1) / stage);
-  return static_cast<std::uint32_t>(std::min<std::int64_t>(stages * stage, kernels::stream_ring_bytes(static_cast<int>(threads))));
-}
-
 class GpuExecutor final : public Executor {
 public:
   GpuExecutor(LoweredProgram program, const GpuShape& shape) : p_(std::move(program)), shape_(shape) {
@@ -39,7 +27,7 @@ public:
                                      shape_.grid_blocks));
     entry_ = megakernel_entry_for(shape_.threads_per_block);
     allow_dynamic_shared(entry_, shape_.threads_per_block);
-    ring_bytes_ = ring_bytes_for(p_, shape_.threads_per_block);
+    ring_bytes_ = copy_ring_bytes(p_, shape_.threads_per_block);
     device_ = probe_gpu();
     d_tasks_ = DeviceBuffer::of(p_.tasks);
     d_tiles_ = DeviceBuffer::of(p_.tiles);
@@ -234,7 +222,7 @@ private:
   GpuShape shape_;
   DeviceInfo device_;
   const void* entry_ = nullptr;
-  std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (ring_bytes_for)
+  std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (copy_ring_bytes)
   DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_, d_table_, state_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer tile_trace_, barrier_trace_;

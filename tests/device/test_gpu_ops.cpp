@@ -280,17 +280,19 @@ TEST_F(GpuOps, LongSoftmaxRowsResidentInRing) {
       }
 }
 
-// The copy ring each launch gets is sized by the program (gpu executor: ring_bytes_for): two stages for tiles that
-// need no more (a one-row softmax tile: 2 x 8 KB at 256 threads, leaving the SM's unified storage to L1), the block
-// size's maximum for long tiles (64 KB at 256 threads, 128 KB at 512), and runs are correct at each.
+// The copy ring each launch gets is sized by the program (gpu::copy_ring_bytes): none when no tile streams (one-row
+// tiles of short rows, rows held in registers), enough for the longest streamed range otherwise (several 1024-float
+// rows per warp: the tile; long rows: the row), at most the block size's maximum (64 KB at 256 threads, 128 KB at
+// 512); runs are correct at each.
 TEST_F(GpuOps, CopyRingSizedPerProgram) {
   struct Case {
     std::int64_t rows, cols;
     std::uint32_t threads;
     const char* ring;
   };
-  for (const Case k : {Case{3, 1024, 256, "16 KB copy ring"}, Case{3, 1 << 20, 256, "64 KB copy ring"},
-                       Case{3, 1 << 20, 512, "128 KB copy ring"}, Case{3, 1024, 512, "16 KB copy ring"}}) {
+  for (const Case k : {Case{3, 1024, 256, " 0 KB copy ring"}, Case{3, 4096, 256, " 0 KB copy ring"},
+                       Case{5000, 1024, 256, " 64 KB copy ring"}, Case{3, 12000, 256, " 48 KB copy ring"},
+                       Case{3, 1 << 20, 256, " 64 KB copy ring"}, Case{3, 1 << 20, 512, " 128 KB copy ring"}}) {
     Graph g("ring");
     g.add_buffer("m", DType::f32, {k.rows, k.cols}, InitUniform{-4, 4, 9});
     g.add_buffer("sm", DType::f32, {k.rows, k.cols});
