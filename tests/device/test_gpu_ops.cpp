@@ -282,8 +282,8 @@ TEST_F(GpuOps, LongSoftmaxRowsResidentInRing) {
 
 // The copy ring each launch gets is sized by the program (gpu::copy_ring_bytes): none when no tile streams (one-row
 // tiles of short rows, rows held in registers), enough for the longest streamed range otherwise (several 1024-float
-// rows per warp: the tile; long rows: the row), at most the block size's maximum (64 KB at 256 threads, 128 KB at
-// 512); runs are correct at each.
+// rows per warp: the tile, 19 rows at the default 4 waves of 264 blocks; long rows: the row), at most the block
+// size's maximum (64 KB at 256 threads, 128 KB at 512); runs are correct at each.
 TEST_F(GpuOps, CopyRingSizedPerProgram) {
   struct Case {
     std::int64_t rows, cols;
@@ -291,7 +291,7 @@ TEST_F(GpuOps, CopyRingSizedPerProgram) {
     const char* ring;
   };
   for (const Case k : {Case{3, 1024, 256, " 0 KB copy ring"}, Case{3, 4096, 256, " 0 KB copy ring"},
-                       Case{5000, 1024, 256, " 64 KB copy ring"}, Case{3, 12000, 256, " 48 KB copy ring"},
+                       Case{20000, 1024, 256, " 64 KB copy ring"}, Case{3, 12000, 256, " 48 KB copy ring"},
                        Case{3, 1 << 20, 256, " 64 KB copy ring"}, Case{3, 1 << 20, 512, " 128 KB copy ring"}}) {
     Graph g("ring");
     g.add_buffer("m", DType::f32, {k.rows, k.cols}, InitUniform{-4, 4, 9});
