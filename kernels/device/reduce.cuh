@@ -105,6 +105,10 @@ __device__ ArgBest<T> block_combine(ReduceFn fn, unsigned count, Get get, Reduce
   return {T(0), -1};
 }
 
+// Longest row the row reduce folds one warp per row (runtime/gpu/ops.cuh reduce_rows); longer rows are folded by the
+// whole block, streamed.
+inline constexpr long long kWarpReduceRowMaxCols = 2048;
+
 // One row reduced by one warp; every lane gets the result (argmax: index within the row).
 template <class T, class Load> __device__ ArgBest<T> warp_reduce_row(ReduceFn fn, const T* x, long long n, Load load) {
   const int lane = threadIdx.x & 31;

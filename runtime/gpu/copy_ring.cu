@@ -2,6 +2,7 @@
 // shape constants (compiled by nvcc for that reason; host code only).
 #include "runtime/gpu/copy_ring.hpp"
 
+#include "kernels/device/reduce.cuh"
 #include "kernels/device/softmax.cuh"
 #include "kernels/tile_shapes.hpp"
 #include "runtime/tiles.hpp"
@@ -12,10 +13,6 @@ namespace gridflow::gpu {
 
 namespace {
 
-// reduce_rows (runtime/gpu/ops.cuh) folds rows up to this many columns one warp per row, longer rows by the block,
-// streamed.
-constexpr std::int64_t kWarpReduceRowMaxCols = 2048;
-
 // Bytes of the longest range one tile of `t` streams through the ring at THREADS per block; 0 when its body reads
 // directly.
 template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
@@ -23,7 +20,7 @@ template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
   const std::int64_t row_bytes = t.cols * 4;
   switch (static_cast<program::Opcode>(t.opcode)) {
   case program::Opcode::reduce_all: return tile_bytes;
-  case program::Opcode::reduce_rows: return t.cols > kWarpReduceRowMaxCols ? row_bytes : 0;
+  case program::Opcode::reduce_rows: return t.cols > kernels::kWarpReduceRowMaxCols ? row_bytes : 0;
   case program::Opcode::scan_all: // several chunks: a streamed reduce first, then the chunks from the ring
     return t.tile_size > std::int64_t{THREADS} * kernels::scan_items_for(THREADS) ? tile_bytes : 0;
   case program::Opcode::softmax_rows:

@@ -109,7 +109,7 @@ __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
   const long long cols = c.task().cols;
   const T* in = c.template in<T>();
   char* out = c.template out<char>();
-  if (cols <= 2048) {
+  if (cols <= kernels::kWarpReduceRowMaxCols) {
     const long long warp = threadIdx.x / 32, warps = THREADS / 32;
     for (long long row = rows.begin + warp; row < rows.end; row += warps) {
       const kernels::ArgBest<T> r = kernels::warp_reduce_row(fn, in + row * cols, cols, load);
