@@ -83,9 +83,8 @@ inline constexpr int kStreamMinStages = 2;
 
 // One range x[0, n) streamed through the block's ring: elements before x's first 16-byte boundary (head), then
 // `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % slots, slots the ring's stages this
-// launch), then the tail. Holds the
-// phases of the ring's barriers as this thread expects them from stream_all on; every thread of the block keeps an
-// identical copy.
+// launch), then the tail. Holds the phases of the ring's barriers as this thread expects them from stream_all on;
+// every thread of the block keeps an identical copy.
 template <int THREADS, class T> struct RingPass {
   using Shape = StreamShape<THREADS>;
   const T* x;
@@ -172,7 +171,7 @@ template <class T> struct RingSpan {
 
 // True, with the span, when for_each_owned_streamed<THREADS>(x, n, load, &stream, ...) streams the range and all of
 // its stages fit the ring at once: after that call the range's aligned body is still in the ring, in order, until
-// the next streamed call. Reads no shared memory (callable by every thread at any time).
+// the next streamed call. Reads only the ring's size, constant for the launch (callable by every thread at any time).
 template <int THREADS, class T, class Load>
 __device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long long n, const BlockStream<THREADS>& stream,
                                                              RingSpan<T>& span) {
@@ -229,8 +228,8 @@ __device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n,
 // Two passes over x[0, n) by the whole block: first(i, v) over every element exactly as for_each_owned_streamed
 // (same ownership and order), then between() (every thread; it may hold block barriers but must not touch the
 // ring), then second(i, v) over every element again by the same thread in an unspecified order. Streamed, the
-// second pass starts on the stages the first one left in the ring (as many of the range's last stages as it holds) and reads only
-// the rest again: a range that fits the ring is read from global memory once. Same calling rules as
+// second pass starts on the stages the first one left in the ring (as many of the range's last stages as it holds)
+// and reads only the rest again: a range that fits the ring is read from global memory once. Same calling rules as
 // for_each_owned_streamed.
 template <int THREADS, class T, class Load, class F1, class B, class F2>
 __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long long n, Load load,
@@ -276,8 +275,8 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
   for_each_owned<THREADS>(x, n, load, second);
 }
 
-// Rows a warp holds whole (one row per warp at a time), each read from shared memory instead of global: the ring is cut
-// into one slot per warp, each slot into D row buffers, and the copy engine fills a warp's buffers with its next D
+// Rows a warp holds whole (one row per warp at a time), each read from shared memory instead of global: the ring is
+// cut into one slot per warp, each slot into D row buffers, and the copy engine fills a warp's buffers with its next D
 // rows while the warp computes and stores the current one, so the rows' load latency is off the warp's critical
 // path; the row after those is prefetched into L2. (A warp of the megakernel otherwise has one row's loads in flight,
 // then a dependent reduction: 16 warps per SM cannot cover HBM latency that way.) Buffer b of warp w completes on

@@ -302,9 +302,9 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
 }
 
 // Rows [row_begin, row_end) of n <= kShortRowMaxCols columns by the whole block (see short_row_group_warps). With
-// `stream`, a warp with several rows reads each from the ring, staged by the copy engine
-// while it works on the previous one (for_each_warp_row_staged); same ownership and order of the values, so the
-// results are bit-identical to the direct loads'.
+// `stream`, a warp with several rows reads each from the ring, staged by the copy engine while it works on the
+// previous one (for_each_warp_row_staged); same ownership and order of the values, so the results are bit-identical
+// to the direct loads'.
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_short_rows(const float* x, float* y, long long row_begin, long long row_end, long long n,
                                          bool log, Load load, Store store, SoftmaxStorage<THREADS>& s,
