@@ -8,12 +8,12 @@ namespace gridflow::kernels {
 constexpr int scan_items_for(int threads) { return threads >= 1024 ? 8 : 16; }
 
 // The bulk-copy ring (kernels/device/bulk_stream.cuh) lives in the launch's dynamic shared memory. Its stages are
-// stream_stage_bytes(threads) (two 16-byte groups per thread up to 256 threads, one above), and a launch sizes it per
+// stream_stage_bytes(threads) (16 KB; 8 KB at 128 threads), and a launch sizes it per
 // program (runtime/gpu/copy_ring.hpp: copy_ring_bytes), up to stream_ring_bytes(threads): what the block size's
 // full occupancy (512 / threads blocks per SM at 128 registers per thread, 1 at 1024 threads) leaves of an H200 SM's
 // 228 KB beside the static shared storage (about 11, 19, 36 and 38 KB) and 1 KB reserved per block: 4 x 40 KB,
 // 2 x 64 KB, 1 x 128 KB. The occupancy check at plan time counts the maximum.
-constexpr int stream_stage_bytes(int threads) { return (threads <= 256 ? 2 : 1) * threads * 16; }
+constexpr int stream_stage_bytes(int threads) { return threads <= 128 ? 8192 : 16384; }
 constexpr int stream_ring_bytes(int threads) { return threads <= 128 ? 40 * 1024 : threads <= 256 ? 64 * 1024 : 128 * 1024; }
 
 } // namespace gridflow::kernels

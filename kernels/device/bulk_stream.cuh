@@ -27,7 +27,9 @@ inline constexpr int kMaxStreamStages = 16;
 // Ring shape per block size: stages of stream_stage_bytes(THREADS), at most stream_ring_bytes(THREADS) of them, in
 // the launch's dynamic shared memory; how many a launch has is StreamState::stages.
 template <int THREADS> struct StreamShape {
-  static constexpr int kGroupsPerThread = THREADS <= 256 ? 2 : 1; // 16-byte groups per thread per stage
+  // 16-byte groups per thread per stage: 16 KB stages from 256 threads up (8 KB at 128), so each stage's fixed step
+  // (the mbarrier wait, the block barrier before the refill) is paid per 4 groups per thread at 256 threads.
+  static constexpr int kGroupsPerThread = THREADS <= 256 ? 4 : 16384 / 16 / THREADS;
   static constexpr int kStageGroups = THREADS * kGroupsPerThread;
   static constexpr int kStageBytes = kStageGroups * 16;
   static constexpr int kMaxStages = stream_ring_bytes(THREADS) / kStageBytes;
@@ -78,6 +80,19 @@ template <int THREADS> struct BlockStream {
   StreamState* state;
 };
 
+// The copy engine's one step, shared by every ring user: `bytes` (a multiple of 16; both addresses 16-byte aligned)
+// from global memory into shared memory, completing on `bar` (one arrival that expects the bytes).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, cuda::std::uint32_t bytes, cuda::std::uint64_t* bar) {
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
+  cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes, bar);
+}
+
+// Spins until `bar` completes its phase of parity `parity` (acquire: the landed bytes are then visible).
+__device__ __forceinline__ void wait_phase(cuda::std::uint64_t* bar, cuda::std::uint32_t parity) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+}
+
 // Ranges shorter than this many stages are not worth the barrier round trips: they use register loads.
 inline constexpr int kStreamMinStages = 2;
 
@@ -95,6 +110,7 @@ template <int THREADS, class T> struct RingPass {
   cuda::std::uint32_t phase;
 
   __device__ __forceinline__ int slot_of(long long c) const { return static_cast<int>(c) % slots; } // c < 2^31
+  __device__ __forceinline__ int next_slot(int slot) const { return slot + 1 == slots ? 0 : slot + 1; }
 
   // The pass over x[0, n) (its geometry alone), or false when the range is too short to stream.
   __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
@@ -110,15 +126,11 @@ template <int THREADS, class T> struct RingPass {
   __device__ __forceinline__ void issue(long long c, int slot) const {
     const long long g0 = c * Shape::kStageGroups;
     const long long count = groups - g0 < Shape::kStageGroups ? groups - g0 : Shape::kStageGroups;
-    const auto bytes = static_cast<cuda::std::uint32_t>(count * 16);
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         &st->full[slot], bytes);
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, ring + slot * Shape::kStageBytes,
-                             x + head + 4 * g0, bytes, &st->full[slot]);
+    bulk_load(ring + slot * Shape::kStageBytes, x + head + 4 * g0, static_cast<cuda::std::uint32_t>(count * 16),
+              &st->full[slot]);
   }
   __device__ __forceinline__ void wait(int slot) {
-    while (!cuda::ptx::mbarrier_try_wait_parity(&st->full[slot], (phase >> slot) & 1u)) {
-    }
+    wait_phase(&st->full[slot], (phase >> slot) & 1u);
     phase ^= 1u << slot;
   }
   // This thread's groups of stage c, which is in `slot`: groups t, t + THREADS, ... of it, in increasing order.
@@ -150,8 +162,8 @@ template <int THREADS, class T> struct RingPass {
       cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
       for (long long c = 0; c < stages && c < slots; ++c) issue(c, static_cast<int>(c));
     }
-    for (long long c = 0; c < stages; ++c) {
-      const int slot = slot_of(c);
+    int slot = 0;
+    for (long long c = 0; c < stages; ++c, slot = next_slot(slot)) {
       wait(slot);
       visit(c, slot, f);
       __syncthreads(); // the stage is consumed: it may be refilled
@@ -250,14 +262,14 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
       // stage (e = 0, 1, ...), so early stage e lands in slot (resident + e) % slots, and keeps that slot's turn
       // when the ring cycles through the early stages.
       const long long resident = p.stages > p.slots ? p.stages - p.slots : 0;
-      for (long long c = resident; c < p.stages; ++c) {
-        const int slot = p.slot_of(c);
+      int slot = p.slot_of(resident);
+      for (long long c = resident; c < p.stages; ++c, slot = p.next_slot(slot)) {
         p.visit(c, slot, second);
         __syncthreads();
         if (threadIdx.x == 0 && c - resident < resident) p.issue(c - resident, slot);
       }
-      for (long long e = 0; e < resident; ++e) {
-        const int slot = p.slot_of(resident + e);
+      slot = p.slot_of(resident); // early stage e is in slot (resident + e) % slots
+      for (long long e = 0; e < resident; ++e, slot = p.next_slot(slot)) {
         p.wait(slot);
         p.visit(e, slot, second);
         __syncthreads();
@@ -337,9 +349,7 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
   const auto issue = [&](long long k) {
     const long long row = row_begin + warp + k * kWarps;
     const int b = static_cast<int>(k % depth);
-    cuda::std::uint64_t* bar = &st.full[first_bar + b];
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
-    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, slot + b * 4 * n, x + row * n, bytes, bar);
+    bulk_load(slot + b * 4 * n, x + row * n, bytes, &st.full[first_bar + b]);
     if (row + kWarps < row_end)
       asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x + (row + kWarps) * n), "r"(bytes) : "memory");
   };
@@ -351,8 +361,7 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
   for (long long k = 0; k < rows; ++k) {
     const int b = static_cast<int>(k % depth);
     const cuda::std::uint32_t bit = 1u << (first_bar + b);
-    while (!cuda::ptx::mbarrier_try_wait_parity(&st.full[first_bar + b], ((phase ^ flips) & bit) ? 1u : 0u)) {
-    }
+    wait_phase(&st.full[first_bar + b], ((phase ^ flips) & bit) ? 1u : 0u);
     flips ^= bit;
     f(row_begin + warp + k * kWarps, reinterpret_cast<const float*>(slot + b * 4 * n), [&] {
       __syncwarp(); // every lane's reads of the buffer ...
