@@ -27,6 +27,15 @@ template <int THREADS> constexpr long long register_row_max_cols() {
   return THREADS <= 512 ? 4LL * kRegisterQuads * THREADS : 0;
 }
 
+// e^x as every softmax body computes it: 2^(x log2 e) on the SFU with denormal results flushed to zero
+// (ex2.approx.ftz: one multiply and one MUFU; __expf without -ftz adds three instructions to rescale denormal results,
+// which a softmax rounds away next to a row sum >= 1). e^-inf = 0 and NaN stays NaN, as with __expf.
+__device__ __forceinline__ float fast_exp(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
+
 // Online softmax state: the running max and the sum of exp(x - max).
 struct MaxSum {
   float m;
@@ -37,7 +46,7 @@ struct MergeMaxSum {
   __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
     const float m = fmaxf(a.m, b.m);
     if (m == -INFINITY) return {m, 0.0f};
-    return {m, a.s * __expf(a.m - m) + b.s * __expf(b.m - m)};
+    return {m, a.s * fast_exp(a.m - m) + b.s * fast_exp(b.m - m)};
   }
 };
 
@@ -73,7 +82,7 @@ __device__ __forceinline__ MaxSum warp_row_state(float (&v)[N], const bool (&val
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    const float e = valid[j] ? __expf(v[j] - base) : 0.0f; // adding +0 leaves the sum's bits unchanged
+    const float e = valid[j] ? fast_exp(v[j] - base) : 0.0f; // adding +0 leaves the sum's bits unchanged
     sum += e;
     if (!log) v[j] = e; // softmax stores e * exp(m - row max) / sum: keep e instead of recomputing it
   }
@@ -97,13 +106,13 @@ __device__ __forceinline__ RowScale merge_warp_states(const float* part_max, con
   const bool held = lane < count;
   const float pm = held ? part_max[first + lane] : -INFINITY;
   const float m = warp_allreduce(pm, Max{});
-  const float term = held ? part_sum[first + lane] * __expf(pm - m) : 0.0f;
+  const float term = held ? part_sum[first + lane] * fast_exp(pm - m) : 0.0f;
   const RowNorm norm = RowNorm::of({m, warp_allreduce(term, Sum{})}, log);
-  return {norm, log ? 0.0f : __expf(own.m - m) * norm.inv_s};
+  return {norm, log ? 0.0f : fast_exp(own.m - m) * norm.inv_s};
 }
 
 template <class Store> __device__ __forceinline__ void store_softmax(Store store, float* y, float x, RowNorm r, bool log) {
-  store(y, log ? (x - r.m) - r.log_s : __expf(x - r.m) * r.inv_s);
+  store(y, log ? (x - r.m) - r.log_s : fast_exp(x - r.m) * r.inv_s);
 }
 
 // Short rows (n <= kShortRowMaxCols) are held in registers, one read and one write per element, in one of two
@@ -136,24 +145,28 @@ template <class Get> __device__ __forceinline__ void warp_row_values(float (&v)[
   }
 }
 template <class Store>
-__device__ __forceinline__ void warp_softmax_values(const float (&v)[kWarpRowValues], float* y, long long n, bool log,
+__device__ __forceinline__ void warp_softmax_values(float (&v)[kWarpRowValues], float* y, long long n, bool log,
                                                     Store store) {
   const int lane = threadIdx.x & 31;
-  float m = -INFINITY;
+  const int left = static_cast<int>(n) - lane; // value k is element lane + 32k, held when 32k < left (n <= 1024)
+  // Four independent chains each for the max (exact: any order gives the same bits) and the sum (a fixed order,
+  // the same in every caller), so the fold is not one 32-long chain of dependent instructions.
+  float mk[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
-  for (int k = 0; k < kWarpRowValues; ++k) m = fmaxf(m, v[k]);
-  m = warp_allreduce(m, Max{});
-  float s = 0.0f;
+  for (int k = 0; k < kWarpRowValues; ++k) mk[k & 3] = fmaxf(mk[k & 3], v[k]);
+  const float m = warp_allreduce(fmaxf(fmaxf(mk[0], mk[1]), fmaxf(mk[2], mk[3])), Max{});
+  float sk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int k = 0; k < kWarpRowValues; ++k)
-    if (lane + 32LL * k < n) s += __expf(v[k] - m);
-  s = warp_allreduce(s, Sum{});
-  const RowNorm r = RowNorm::of({m, s}, log);
+    if (32 * k < left) {
+      const float e = fast_exp(v[k] - m);
+      sk[k & 3] += e;
+      if (!log) v[k] = e; // softmax stores e / sum: kept instead of computed again
+    }
+  const RowNorm r = RowNorm::of({m, warp_allreduce((sk[0] + sk[1]) + (sk[2] + sk[3]), Sum{})}, log);
 #pragma unroll
-  for (int k = 0; k < kWarpRowValues; ++k) {
-    const long long i = lane + 32LL * k;
-    if (i < n) store_softmax(store, y + i, v[k], r, log);
-  }
+  for (int k = 0; k < kWarpRowValues; ++k)
+    if (32 * k < left) store(y + lane + 32 * k, log ? (v[k] - r.m) - r.log_s : v[k] * r.inv_s);
 }
 template <class Load, class Store>
 __device__ void warp_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store) {
@@ -349,10 +362,10 @@ __device__ void block_softmax_row(const float* x, float* y, long long n, bool lo
       x, n, load, stream,
       [&](long long, float v) {
         if (v > st.m) {
-          st.s = st.s * __expf(st.m - v) + 1.0f;
+          st.s = st.s * fast_exp(st.m - v) + 1.0f;
           st.m = v;
         } else if (st.m != -INFINITY) { // (-inf) - (-inf) would be NaN: a -inf input adds nothing
-          st.s += __expf(v - st.m);
+          st.s += fast_exp(v - st.m);
         }
       },
       [&] {
