@@ -7,8 +7,9 @@
 #                                          program: all sync modes, the baselines, the CUB equivalents; chain profiles
 #                                          the softmax chain in every configuration with per-tile phase medians; ncu
 #                                          profiles the megakernel on bench/graphs/*.json and the softmax chain with
-#                                          Nsight Compute; hotspots samples the chain's stalls per SASS instruction and
-#                                          counts the 256-thread megakernel's SASS)
+#                                          Nsight Compute; hotspots samples the stalls per SASS instruction of the chain,
+#                                          a 1024-column softmax and a multi-chunk scan (scripts/hotspots.sh) and counts
+#                                          the 256-thread megakernel's SASS)
 #
 # GRIDFLOW_PREBUILT=DIR: use the programs of a tree from scripts/build-for-device.sh (built on a machine without a
 # GPU and carried here) instead of building.
@@ -124,22 +125,12 @@ if has chain; then
 fi
 
 if has hotspots; then
-  # Where the chain's one-row tile body spends its time: warp-stall samples per SASS instruction (flags, static
-  # schedule: no waits left on the chain's path), each beside its SASS.
-  rep="$out/chain-hotspots"
-  timeout 300 ncu --kernel-name regex:megakernel --launch-skip 2 --launch-count 1 --import-source yes \
-    --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats -o "$rep" \
-    "$build/gridflow" run examples/graphs/softmax_chain_16k.json --mode flags --schedule static --repeat 2 --warmup 1 \
-    >"$out/hotspots.log" 2>&1
-  note "ncu hotspots" "rc=$?"
-  ncu -i "$rep.ncu-rep" --page details >>"$out/hotspots.log" 2>&1
-  ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$out/hotspots-sass-all.csv" 2>&1
-  note "ncu source page (sass)" "rc=$? $(wc -l <"$out/hotspots-sass-all.csv") lines"
-  # Only the executed or sampled rows come back (the whole megakernel is some 400k SASS lines).
-  note "sass rows kept" "$(python3 scripts/sass_rows_hit.py "$out/hotspots-sass-all.csv" "$out/hotspots-sass.csv")"
-  rm -f "$out/hotspots-sass-all.csv"
-  rm -f "$rep.ncu-rep"
-  # The SASS itself is in hotspots-sass.csv (the executed and sampled lines are what matters); count its size.
+  # Where the chain's one-row tile body spends its time (flags, static schedule: no waits left on the chain's path),
+  # then a large softmax of 1024-column rows and a multi-chunk scan: warp-stall samples per SASS instruction.
+  note "hotspots chain" "$(scripts/hotspots.sh "$build" "$out" chain-hotspots examples/graphs/softmax_chain_16k.json \
+    --mode flags --schedule static)"
+  note "hotspots softmax 1024" "$(scripts/hotspots.sh "$build" "$out" softmax1024-hotspots bench/graphs/softmax_65536x1024.json)"
+  note "hotspots scan" "$(scripts/hotspots.sh "$build" "$out" scan-hotspots bench/graphs/scan_2e26.json)"
   kernels=$build/gridflow
   [ -f "$build/runtime/libgridflow_runtime.so" ] && kernels=$build/runtime/libgridflow_runtime.so
   note "sass megakernel<256>" "$(cuobjdump -sass "$kernels" 2>/dev/null |
