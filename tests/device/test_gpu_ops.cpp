@@ -92,9 +92,9 @@ TEST_F(GpuOps, VectorTwoToThe26) { every_mode(vector_ops(std::int64_t{1} << 26, 
 
 // Streamed reads (bulk copies into the shared ring) and multi-chunk scan tiles: views starting off a 16-byte
 // boundary (head elements) and on one, lengths that leave a partial last stage, chunk and tile; 3 chunks per tile
-// (the tile stays in the ring and its chunks are scanned from there) and 9 (read again from global memory); the sentinel run
-// reads every element polled instead, so "all modes bit-identical" also checks that a streamed fold equals a
-// register-loaded one, and a scan from the ring equals one from global memory.
+// (the tile stays in the ring and its chunks are scanned from there) and 9 (read again from global memory); the
+// sentinel run reads every element polled instead, so "all modes bit-identical" also checks that a streamed fold
+// equals a register-loaded one, and a scan from the ring equals one from global memory.
 TEST_F(GpuOps, StreamedReadsAndMultiChunkScanTiles) {
   for (std::uint32_t threads : {256u, 512u}) {
     for (std::uint32_t chunks : {3u, 9u}) {
