@@ -200,16 +200,44 @@ __device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long lo
   return false;
 }
 
-// A Load that reads x[i] from the ring where a streamed pass left it (span) and through `inner` elsewhere (the
-// range's head and tail elements). Scalar: bodies read it element by element (striped, conflict-free).
-template <class T, class Load> struct RingResidentLoad {
-  static constexpr bool kVectorizable = false;
-  Load inner;
-  const T* x;
-  RingSpan<T> span;
-  __device__ __forceinline__ T operator()(const T* p) const {
-    const long long i = p - x;
-    return i >= span.head && i < span.end ? span.ring[i - span.head] : inner(p);
+// Whole chunks of up to `chunk_bytes` (a multiple of 16) through the ring, one per slot: slot j is ring bytes
+// [j * chunk_bytes, (j + 1) * chunk_bytes) and completes on barrier j. The leader issues a chunk into a free slot;
+// every thread waits for it, reads it, and a block barrier frees the slot again. Phases as RingPass: every thread
+// keeps an identical copy from begin() (after a block barrier that follows the previous streamed call) to finish().
+template <int THREADS> struct ChunkRing {
+  unsigned char* ring;
+  StreamState* st;
+  cuda::std::uint32_t chunk_bytes;
+  int slots;
+  cuda::std::uint32_t phase;
+
+  // The ring cut into chunks, or false when it holds fewer than two (nothing to overlap) or the GPU lacks the copy
+  // engine.
+  __device__ __forceinline__ static bool plan(const BlockStream<THREADS>& stream, cuda::std::uint32_t chunk_bytes,
+                                              ChunkRing& r) {
+#if __CUDA_ARCH__ >= 900
+    const int slots = static_cast<int>(stream.state->ring_bytes / chunk_bytes);
+    r = ChunkRing{stream.ring, stream.state, chunk_bytes, slots < kStreamBarriers ? slots : kStreamBarriers, 0};
+    return r.slots >= 2;
+#else
+    (void)stream, (void)chunk_bytes, (void)r;
+    return false;
+#endif
+  }
+  __device__ __forceinline__ void begin() { phase = st->phase; }
+  // Leader only: `bytes` (a multiple of 16, at most chunk_bytes; 16-byte aligned source) into `slot`; 0 bytes
+  // completes the slot's phase with nothing copied.
+  __device__ __forceinline__ void issue(int slot, const void* src, cuda::std::uint32_t bytes) const {
+    if (bytes > 0) bulk_load(ring + slot * chunk_bytes, src, bytes, &st->full[slot]);
+    else (void)cuda::ptx::mbarrier_arrive(&st->full[slot]);
+  }
+  template <class T> __device__ __forceinline__ const T* wait(int slot) {
+    wait_phase(&st->full[slot], (phase >> slot) & 1u);
+    phase ^= 1u << slot;
+    return reinterpret_cast<const T*>(ring + slot * chunk_bytes);
+  }
+  __device__ __forceinline__ void finish() const {
+    if (threadIdx.x == 0) st->phase = phase;
   }
 };
 

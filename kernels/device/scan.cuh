@@ -1,7 +1,9 @@
-// Scans over one tile. Whole-range tiles: ITEMS per thread in registers (cub::BlockLoad / BlockStore with a warp
-// transpose for coalescing), cub::BlockScan with a prefix callback that supplies the carry from earlier tiles
-// (the runtime's deterministic look-back). Rows: one warp per short row (shfl_up scan, carried chunk to chunk),
-// the whole block per long row (BlockScan with a running carry).
+// Scans over one tile. Whole-range chunks (THREADS * ITEMS elements): warp-striped in registers (lane l of warp w
+// holds 16-byte group l of each of the warp's ITEMS / 4 consecutive 128-element rows), so the loads and stores are
+// coalesced 16-byte accesses and shared-memory reads conflict-free, with no transposes; the carry comes from a
+// prefix functor (the runtime's deterministic look-back, or the running carry of a multi-chunk tile). Rows: one warp
+// per short row (shfl_up scan, carried chunk to chunk), the whole block per long row (BlockScan with a running
+// carry).
 #pragma once
 
 #include "kernels/device/access.cuh"
@@ -9,86 +11,143 @@
 #include "kernels/op_types.hpp"
 #include "kernels/tile_shapes.hpp"
 
-#include <cub/block/block_exchange.cuh>
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/block/block_store.cuh>
 
 namespace gridflow::kernels {
 
 inline constexpr int kRowScanItems = 4; // items per thread per chunk of a block-per-row scan
 
 
+// A whole-range chunk's shared memory: a staging copy of the chunk (sources that cannot be read as 16-byte groups:
+// polled or misaligned inputs) and the warps' totals.
+template <int THREADS, int ITEMS, class T> struct StripedScanStorage {
+  alignas(16) T staging[THREADS * ITEMS];
+  T warp_totals[THREADS / 32];
+};
+
 template <int THREADS, int ITEMS = scan_items_for(THREADS)> struct ScanStorage {
   union {
     typename cub::BlockLoad<float, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>::TempStorage load_f32;
     typename cub::BlockLoad<std::int32_t, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>::TempStorage load_i32;
-    typename cub::BlockStore<float, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>::TempStorage store_f32;
-    typename cub::BlockStore<std::int32_t, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>::TempStorage store_i32;
-    typename cub::BlockExchange<float, THREADS, ITEMS>::TempStorage exchange_f32;
-    typename cub::BlockExchange<std::int32_t, THREADS, ITEMS>::TempStorage exchange_i32;
     typename cub::BlockScan<float, THREADS>::TempStorage scan_f32;
     typename cub::BlockScan<std::int32_t, THREADS>::TempStorage scan_i32;
+    StripedScanStorage<THREADS, ITEMS, float> striped_f32;
+    StripedScanStorage<THREADS, ITEMS, std::int32_t> striped_i32;
   };
 };
 
 template <int THREADS, int ITEMS, class T> struct ScanTypes {
   using Load = cub::BlockLoad<T, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
-  using Store = cub::BlockStore<T, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
-  using Exchange = cub::BlockExchange<T, THREADS, ITEMS>;
   using Scan = cub::BlockScan<T, THREADS>;
   template <class S> __device__ static auto& load(S& s) {
     if constexpr (cuda::std::is_same_v<T, float>) return s.load_f32;
     else return s.load_i32;
   }
-  template <class S> __device__ static auto& store(S& s) {
-    if constexpr (cuda::std::is_same_v<T, float>) return s.store_f32;
-    else return s.store_i32;
-  }
-  template <class S> __device__ static auto& exchange(S& s) {
-    if constexpr (cuda::std::is_same_v<T, float>) return s.exchange_f32;
-    else return s.exchange_i32;
-  }
   template <class S> __device__ static auto& scan(S& s) {
     if constexpr (cuda::std::is_same_v<T, float>) return s.scan_f32;
     else return s.scan_i32;
   }
+  template <class S> __device__ static auto& striped(S& s) {
+    if constexpr (cuda::std::is_same_v<T, float>) return s.striped_f32;
+    else return s.striped_i32;
+  }
 };
 
-// Scans `valid` (<= THREADS * ITEMS) elements of `in` into `out` with carry from `prefix_op`, a cub block
-// prefix callback: called by the first warp with this tile's aggregate, it returns the fold of all earlier
-// tiles (the identity for the first). Exclusive scans put the carry in front.
-template <int THREADS, int ITEMS, class T, class Op, class Load, class Store, class PrefixOp>
-__device__ void block_scan_tile(Op op, bool exclusive, const T* in, T* out, int valid, Load load, Store store,
-                                PrefixOp& prefix_op, ScanStorage<THREADS, ITEMS>& s) {
-  using Types = ScanTypes<THREADS, ITEMS, T>;
-  T items[ITEMS];
+// Where a chunk's elements come from: element e < vec_end from `vec` (16-byte aligned; shared or global memory), as
+// part of 16-byte group e / 4 when the whole group is below vec_end; e in [vec_end, n) through tail(e) (T(int)); e >= n
+// is the identity. vec_end <= n.
+template <class T, class Tail> struct ChunkSource {
+  const T* vec;
+  int vec_end;
+  int n;
+  Tail tail;
+};
+
+// Scans one chunk of src.n (<= THREADS * ITEMS) elements into out[0, src.n), warp-striped: warp w scans its rows
+// w * R .. w * R + R - 1 (R = ITEMS / 4, 128 elements each: lane l holds elements 4l .. 4l + 3 of a row), the warps'
+// totals meet in shared memory, and prefix(total) - called by every thread with the chunk's total, which it may
+// block-synchronise - gives the carry from everything before the chunk. Element i's result is
+// op(op(op(op(carry, warps before), rows before), lanes before), the lane's own group up to i), exclusive: up to
+// i - 1. The association depends only on i and THREADS, never on where the chunk was read from. Stores are
+// 16-byte when the Store allows it and out is 16-byte aligned. Every thread of the block calls it; it contains one
+// block barrier (plus any in prefix); a block barrier must separate it from the next use of `s`.
+template <int THREADS, int ITEMS, class T, class Op, class Tail, class Store, class Prefix>
+__device__ __forceinline__ void striped_scan_chunk(Op op, bool exclusive, const ChunkSource<T, Tail>& src, T* out,
+                                                   Store store, Prefix& prefix, StripedScanStorage<THREADS, ITEMS, T>& s) {
+  static_assert(ITEMS % 4 == 0 && sizeof(T) == 4);
+  constexpr int R = ITEMS / 4, kWarps = THREADS / 32;
+  using V = typename Vec4<T>::type;
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
   const T identity = Op::template identity<T>();
-  if constexpr (Load::kVectorizable) {
-    typename Types::Load(Types::load(s)).Load(in, items, valid, identity);
-  } else {
-    // Polled loads, striped (coalesced), then to the blocked arrangement BlockScan wants.
+  V v[R];
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const int i = j * THREADS + static_cast<int>(threadIdx.x);
-      items[j] = i < valid ? load(in + i) : identity;
-    }
-    typename Types::Exchange(Types::exchange(s)).StripedToBlocked(items, items);
-  }
-  __syncthreads();
-  if (exclusive) typename Types::Scan(Types::scan(s)).ExclusiveScan(items, items, op, prefix_op);
-  else typename Types::Scan(Types::scan(s)).InclusiveScan(items, items, op, prefix_op);
-  __syncthreads();
-  if constexpr (Store::kVectorizable) {
-    typename Types::Store(Types::store(s)).Store(out, items, valid);
-  } else {
-    typename Types::Exchange(Types::exchange(s)).BlockedToStriped(items, items);
+  for (int r = 0; r < R; ++r) {
+    const int e = ((warp * R + r) * 32 + lane) * 4;
+    if (e + 4 <= src.vec_end) {
+      v[r] = reinterpret_cast<const V*>(src.vec)[e / 4];
+    } else {
+      T x[4];
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const int i = j * THREADS + static_cast<int>(threadIdx.x);
-      if (i < valid) store(out + i, items[j]);
+      for (int k = 0; k < 4; ++k)
+        x[k] = e + k < src.vec_end ? src.vec[e + k] : e + k < src.n ? src.tail(e + k) : identity;
+      v[r] = V{x[0], x[1], x[2], x[3]};
     }
   }
+  // Within each lane's group, then across the lanes of each row, then across the warp's rows.
+  T lanes_before[R], rows_before[R];
+  T row_total[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    v[r].y = op(v[r].x, v[r].y);
+    v[r].z = op(v[r].y, v[r].z);
+    v[r].w = op(v[r].z, v[r].w);
+    const T inclusive = warp_inclusive_scan(v[r].w, op);
+    const T up = __shfl_up_sync(0xffffffffu, inclusive, 1);
+    lanes_before[r] = lane == 0 ? identity : up;
+    row_total[r] = __shfl_sync(0xffffffffu, inclusive, 31);
+  }
+  T warp_total = identity;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    rows_before[r] = warp_total;
+    warp_total = op(warp_total, row_total[r]);
+  }
+  if (lane == 0) s.warp_totals[warp] = warp_total;
+  __syncthreads();
+  T warps_before = identity, total = identity;
+#pragma unroll
+  for (int k = 0; k < kWarps; ++k) {
+    const T t = s.warp_totals[k];
+    if (k < warp) warps_before = op(warps_before, t);
+    total = op(total, t);
+  }
+  const T carry = op(prefix(total), warps_before);
+  const bool vector_store = Store::kVectorizable && (reinterpret_cast<std::uintptr_t>(out) & 15u) == 0;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const T b = op(op(carry, rows_before[r]), lanes_before[r]);
+    const V y = exclusive ? V{b, op(b, v[r].x), op(b, v[r].y), op(b, v[r].z)}
+                          : V{op(b, v[r].x), op(b, v[r].y), op(b, v[r].z), op(b, v[r].w)};
+    const int e = ((warp * R + r) * 32 + lane) * 4;
+    if (vector_store && e + 4 <= src.n) {
+      reinterpret_cast<V*>(out)[e / 4] = y;
+    } else {
+      if (e < src.n) store(out + e, y.x);
+      if (e + 1 < src.n) store(out + e + 1, y.y);
+      if (e + 2 < src.n) store(out + e + 2, y.z);
+      if (e + 3 < src.n) store(out + e + 3, y.w);
+    }
+  }
+}
+
+// Copies in[0, n) (n <= THREADS * ITEMS) into the chunk's staging buffer through `load` (one element per thread per
+// step, coalesced), for a source {s.staging, n, n, ...}. Ends with a block barrier.
+template <int THREADS, int ITEMS, class T, class Load>
+__device__ __forceinline__ void stage_chunk(const T* in, int n, Load load, StripedScanStorage<THREADS, ITEMS, T>& s) {
+#pragma unroll 1
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += THREADS) s.staging[i] = load(in + i);
+  __syncthreads();
 }
 
 // One row of n elements scanned by one warp, 32 elements per step with the carry passed along.

@@ -131,48 +131,108 @@ template <class Op> constexpr ReduceFn aggregate_fn() {
   return cuda::std::is_same_v<Op, kernels::Max> ? ReduceFn::max : ReduceFn::sum;
 }
 
-// A scan_all tile is `chunks` register tiles (THREADS * scan_items each). One chunk: single pass, the carry comes
-// from the look-back inside the block scan. Several: the tile's aggregate first (a streamed block reduce), then
-// the look-back, then the chunks scanned in order with a running carry. When the tile fits the bulk-copy ring
-// (kernels::stream_ring_bytes: 4 chunks at 256 threads), the reduce leaves it there and the chunks are scanned from
-// shared memory: one read of the input from global memory. Otherwise the chunks read it again, meant to hit the L2
-// (lowering caps the tile so every block's tile fits at once; hit rates not yet measured). The tile pays one
-// look-back per `chunks` register tiles.
+// A look-back as a chunk's prefix functor: warp 0 looks back with the chunk's total, the block gets the carry.
+template <class T, class Op> struct BlockLookback {
+  LookbackPrefix<T, Op> lookback;
+  std::uint32_t* broadcast; // shared
+  __device__ T operator()(T total) {
+    if (threadIdx.x < 32) {
+      const T prefix = lookback(total);
+      if (threadIdx.x == 0) *broadcast = to_bits(prefix);
+    }
+    __syncthreads();
+    return from_bits<T>(*broadcast);
+  }
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+// A scan_all tile is `chunks` chunks of THREADS * scan_items elements, each scanned warp-striped
+// (kernels::striped_scan_chunk). One chunk: single pass, read as 16-byte groups straight from global memory (or
+// staged through shared memory when polled or misaligned), the carry from the look-back. Several: the tile's
+// aggregate first (a streamed block reduce), then the look-back, then the chunks in order with a running carry,
+// read again: from the ring where the reduce left the tile when it fits (kernels::stream_ring_bytes: 4 chunks at
+// 256 threads); else, plain and 16-byte aligned, whole chunks bulk-copied into the ring again (the first ones in
+// flight during the look-back; meant to hit the L2); else staged element by element.
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) {
-  constexpr long long kChunk = static_cast<long long>(THREADS) * scan_items(THREADS);
+  constexpr int kItems = scan_items(THREADS);
+  constexpr long long kChunk = static_cast<long long>(THREADS) * kItems;
   const program::ItemRange items = program::tile_items(c.task(), c.index);
   const bool exclusive = c.task().flags & program::kExclusive;
   const T* in = c.template in<T>() + items.begin;
   T* out = c.template out<T>() + items.begin;
-  LookbackPrefix<T, Op> lookback{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
-                                 c.epoch, op};
+  const int n = static_cast<int>(items.size() < kChunk ? items.size() : kChunk); // the first chunk's elements
+  auto& s = kernels::ScanTypes<THREADS, kItems, T>::striped(c.s().scan);
+  const auto source = [&](const T* chunk_in, const T* vec, int vec_end, int m) {
+    const auto tail = [chunk_in, load](int e) { return load(chunk_in + e); };
+    return kernels::ChunkSource<T, decltype(tail)>{vec, vec_end, m, tail};
+  };
   if (c.task().tile_size == kChunk) {
-    kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in, out, static_cast<int>(items.size()),
-                                                              load, store, lookback, c.s().scan);
+    BlockLookback<T, Op> prefix{{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
+                                 c.epoch, op},
+                                &c.s().carry};
+    bool direct = false;
+    if constexpr (Load::kVectorizable) direct = aligned16(in);
+    if (!direct) kernels::stage_chunk<THREADS, kItems>(in, n, load, s);
+    kernels::striped_scan_chunk<THREADS, kItems>(op, exclusive, direct ? source(in, in, n & ~3, n) : source(in, s.staging, n, n),
+                                                 out, store, prefix, s);
     return;
   }
   const kernels::BlockStream<THREADS> stream = c.stream();
   kernels::RingSpan<T> span{};
-  const bool resident = kernels::streamed_range_stays_in_ring<THREADS, T, Load>(in, items.size(), stream, span);
+  const bool resident =
+      kernels::streamed_range_stays_in_ring<THREADS, T, Load>(in, items.size(), stream, span) && span.head == 0;
   const T aggregate =
       kernels::block_reduce_range<THREADS>(aggregate_fn<Op>(), in, items.size(), 0, load, c.s().reduce, &stream).value;
+  const long long chunks = (items.size() + kChunk - 1) / kChunk;
+  const auto chunk_bytes = [&](long long k) { // the whole 16-byte groups of chunk k
+    const long long m = items.size() - k * kChunk < kChunk ? items.size() - k * kChunk : kChunk;
+    return static_cast<std::uint32_t>(m / 4 * 16);
+  };
+  kernels::ChunkRing<THREADS> ring{};
+  bool streamed = false;
+  if constexpr (Load::kVectorizable)
+    streamed = !resident && aligned16(in) && kernels::ChunkRing<THREADS>::plan(stream, kChunk * sizeof(T), ring);
+  __syncthreads(); // the reduce's reads of the ring and its phases are done
+  if (streamed) {
+    ring.begin();
+    if (threadIdx.x == 0)
+      for (long long k = 0; k < chunks && k < ring.slots; ++k) ring.issue(static_cast<int>(k), in + k * kChunk, chunk_bytes(k));
+  }
   if (threadIdx.x < 32) { // warp 0: thread 0 holds the aggregate
+    LookbackPrefix<T, Op> lookback{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
+                                   c.epoch, op};
     const T prefix = lookback(__shfl_sync(0xffffffffu, aggregate, 0));
     if (threadIdx.x == 0) c.s().carry = to_bits(prefix);
   }
   __syncthreads();
   kernels::RunningCarry<T, Op> carry{from_bits<T>(c.s().carry), op};
-  const auto scan_chunks = [&](auto chunk_load) {
-    for (long long base = 0; base < items.size(); base += kChunk) {
-      const long long n = items.size() - base < kChunk ? items.size() - base : kChunk;
-      kernels::block_scan_tile<THREADS, scan_items(THREADS), T>(op, exclusive, in + base, out + base,
-                                                                static_cast<int>(n), chunk_load, store, carry, c.s().scan);
-      __syncthreads(); // the next chunk's load reuses the store's shared memory
+  int slot = 0;
+  for (long long k = 0; k < chunks; ++k) {
+    const long long base = k * kChunk;
+    const int m = static_cast<int>(items.size() - base < kChunk ? items.size() - base : kChunk);
+    const T* chunk_in = in + base;
+    const T* vec = s.staging;
+    int vec_end = m;
+    if (resident) {
+      vec = span.ring + base;
+      vec_end = static_cast<int>(span.end - base < m ? span.end - base : m);
+    } else if (streamed) {
+      vec = ring.template wait<T>(slot);
+      vec_end = m & ~3;
+    } else {
+      kernels::stage_chunk<THREADS, kItems>(chunk_in, m, load, s);
     }
-  };
-  if (resident) scan_chunks(kernels::RingResidentLoad<T, Load>{load, in, span});
-  else scan_chunks(load);
+    kernels::striped_scan_chunk<THREADS, kItems>(op, exclusive, source(chunk_in, vec, vec_end, m), out + base, store, carry, s);
+    __syncthreads(); // the chunk's reads (ring slot, staging, warp totals) are done
+    if (streamed) {
+      if (threadIdx.x == 0 && k + ring.slots < chunks)
+        ring.issue(slot, in + (k + ring.slots) * kChunk, chunk_bytes(k + ring.slots));
+      slot = slot + 1 == ring.slots ? 0 : slot + 1;
+    }
+  }
+  if (streamed) ring.finish();
 }
 
 template <int THREADS, class T, class Op, class Load, class Store>
