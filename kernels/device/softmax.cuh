@@ -27,6 +27,14 @@ template <int THREADS> constexpr long long register_row_max_cols() {
   return THREADS <= 512 ? 4LL * kRegisterQuads * THREADS : 0;
 }
 
+// Rows per pass of block_softmax_rows_in_registers for rows of n columns (kShortRowMaxCols < n <=
+// register_row_max_cols): kRegisterQuads / Q, Q the smallest power of two with 4 * Q * THREADS >= n.
+template <int THREADS> constexpr int register_rows_per_pass(long long n) {
+  int q = 1;
+  while (4LL * q * THREADS < n) q *= 2;
+  return kRegisterQuads / q;
+}
+
 // e^x as every softmax body computes it: 2^(x log2 e) on the SFU with denormal results flushed to zero
 // (ex2.approx.ftz: one multiply and one MUFU; __expf without -ftz adds three instructions to rescale denormal results,
 // which a softmax rounds away next to a row sum >= 1). e^-inf = 0 and NaN stays NaN, as with __expf.
@@ -222,27 +230,42 @@ __device__ void group_softmax_rows(const float* x, float* y, long long row_begin
   }
 }
 
+// Leader only: the pass of up to `rows_per_pass` rows from `first` (rows of n floats, n % 4 == 0, contiguous) into
+// the ring's `slot`.
+template <int THREADS>
+__device__ __forceinline__ void issue_row_pass(const ChunkRing<THREADS>& ring, int slot, const float* x, long long n,
+                                               long long first, long long row_end, int rows_per_pass) {
+  const long long rows = row_end - first < rows_per_pass ? row_end - first : rows_per_pass;
+  ring.issue(slot, x + first * n, static_cast<cuda::std::uint32_t>(rows * n * 4));
+}
+
 // Rows [row_begin, row_end) of kShortRowMaxCols < n <= 4 * Q * THREADS columns held in registers by the whole
 // block, kRegisterQuads / Q rows per pass: thread t owns quads t, t + THREADS, ..., Q of each row (quad q: elements
 // 4 (t + q THREADS) .. + 3). One read and one write per element, every load of a pass in flight at once, one block
 // barrier per pass (each warp folds its share of each row; every thread merges the warps' states of its rows).
 // kVec: n % 4 == 0 and both views 16-byte aligned, so each quad is one 16-byte access; otherwise the same elements
-// one by one. Every thread of the block calls it.
-template <int Q, bool kVec, int THREADS, class Load, class Store>
+// one by one. kStaged (with kVec): each pass's rows are read from the ring instead, bulk-copied there while the
+// block works on the pass before (`ring`: two slots or more of a pass's rows, begun; the leader issued the first
+// passes); same ownership, so bit-identical to direct loads. Every thread of the block calls it.
+template <int Q, bool kVec, bool kStaged, int THREADS, class Load, class Store>
 __device__ void block_softmax_register_rows(const float* x, float* y, long long row_begin, long long row_end, int n,
-                                            bool log, Load load, Store store, SoftmaxStorage<THREADS>& s) {
+                                            bool log, Load load, Store store, SoftmaxStorage<THREADS>& s,
+                                            ChunkRing<THREADS>* ring = nullptr) {
   constexpr int R = kRegisterQuads / Q; // rows per pass
   constexpr int kWarps = THREADS / 32;
   static_assert(R >= 1 && R * Q == kRegisterQuads);
+  static_assert(kVec || !kStaged);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
-  int set = 0;
+  int set = 0, slot = 0;
   for (long long first = row_begin; first < row_end; first += R, set ^= 1) {
     float v[R][4 * Q];
     bool valid[R][4 * Q];
+    const float* rows = x + first * n; // this pass's first row
+    if constexpr (kStaged) rows = ring->template wait<float>(slot);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const bool active = first + r < row_end;
-      const float* xr = x + (first + r) * n;
+      const float* xr = rows + r * n;
 #pragma unroll
       for (int q = 0; q < Q; ++q) {
         const int i = 4 * (static_cast<int>(threadIdx.x) + q * THREADS);
@@ -263,7 +286,12 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
       own[r] = warp_row_state(v[r], valid[r], log);
       if (lane == 0) s.part_max[set][r][warp] = own[r].m, s.part_sum[set][r][warp] = own[r].s;
     }
-    __syncthreads();
+    __syncthreads(); // also: every thread has read the pass's rows (the slot may be refilled)
+    if constexpr (kStaged) {
+      const long long next = first + static_cast<long long>(ring->slots) * R;
+      if (threadIdx.x == 0 && next < row_end) issue_row_pass<THREADS>(*ring, slot, x, n, next, row_end, R);
+      slot = slot + 1 == ring->slots ? 0 : slot + 1;
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       if (first + r >= row_end) continue;
@@ -287,18 +315,37 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
 }
 
 // Picks block_softmax_register_rows' Q for n (the smallest power of two that holds the row) and its access width.
+// With `stream`, vector access and at least two passes, the passes are staged through the ring (kStaged).
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_rows_in_registers(const float* x, float* y, long long row_begin, long long row_end,
                                                 long long n, bool log, Load load, Store store,
-                                                SoftmaxStorage<THREADS>& s) {
+                                                SoftmaxStorage<THREADS>& s,
+                                                const BlockStream<THREADS>* stream = nullptr) {
   const int cols = static_cast<int>(n);
   const bool vec = Load::kVectorizable && Store::kVectorizable && n % 4 == 0 &&
                    ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) & 15u) == 0;
-  const auto run = [&](auto q, auto v) {
-    block_softmax_register_rows<decltype(q)::value, decltype(v)::value, THREADS>(x, y, row_begin, row_end, cols, log,
-                                                                                 load, store, s);
-  };
   using cuda::std::integral_constant;
+  const auto run = [&](auto q, auto v) {
+    constexpr int kQ = decltype(q)::value, kRows = kRegisterQuads / kQ;
+    if constexpr (decltype(v)::value) {
+      ChunkRing<THREADS> ring{};
+      if (stream != nullptr && row_end - row_begin > kRows &&
+          ChunkRing<THREADS>::plan(*stream, static_cast<cuda::std::uint32_t>(kRows * n * 4), ring)) {
+        __syncthreads(); // the ring's previous user is done with it and its phases
+        ring.begin();
+        if (threadIdx.x == 0) {
+          cuda::ptx::fence_proxy_async(cuda::ptx::space_global); // the inputs the leader acquired before the bulk reads
+          for (int k = 0; k < ring.slots && row_begin + static_cast<long long>(k) * kRows < row_end; ++k)
+            issue_row_pass<THREADS>(ring, k, x, n, row_begin + static_cast<long long>(k) * kRows, row_end, kRows);
+        }
+        block_softmax_register_rows<kQ, true, true, THREADS>(x, y, row_begin, row_end, cols, log, load, store, s, &ring);
+        ring.finish();
+        return;
+      }
+    }
+    block_softmax_register_rows<kQ, decltype(v)::value, false, THREADS>(x, y, row_begin, row_end, cols, log, load,
+                                                                        store, s);
+  };
   const auto with_q = [&](auto q) {
     if constexpr (Load::kVectorizable && Store::kVectorizable)
       if (vec) return run(q, integral_constant<bool, true>{});

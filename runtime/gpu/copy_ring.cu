@@ -26,7 +26,10 @@ template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
   case program::Opcode::softmax_rows:
     if (t.cols <= kernels::kShortRowMaxCols) // warps with two rows or more stage them
       return t.tile_size >= 2 * (THREADS / 32) ? tile_bytes : 0;
-    if (t.cols <= kernels::register_row_max_cols<THREADS>()) return 0; // rows held in registers
+    if (t.cols <= kernels::register_row_max_cols<THREADS>()) // rows held in registers, two passes' rows staged
+      return t.tile_size > kernels::register_rows_per_pass<THREADS>(t.cols)
+                 ? 2 * kernels::register_rows_per_pass<THREADS>(t.cols) * row_bytes
+                 : 0;
     return row_bytes;                                                   // two passes over each row
   default: return 0;
   }

@@ -264,9 +264,11 @@ __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
     kernels::block_softmax_short_rows<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store, c.s().softmax,
                                                &stream);
   } else if (cols <= kernels::register_row_max_cols<THREADS>()) {
-    if constexpr (kernels::register_row_max_cols<THREADS>() > 0)
+    if constexpr (kernels::register_row_max_cols<THREADS>() > 0) {
+      const kernels::BlockStream<THREADS> stream = c.stream();
       kernels::block_softmax_rows_in_registers<THREADS>(in, out, rows.begin, rows.end, cols, log, load, store,
-                                                        c.s().softmax);
+                                                        c.s().softmax, &stream);
+    }
   } else {
     const kernels::BlockStream<THREADS> stream = c.stream();
     for (long long row = rows.begin; row < rows.end; ++row)

@@ -263,14 +263,19 @@ TEST_F(GpuOps, MediumSoftmaxRowsInRegisters) {
 }
 
 // The same at a size the sanitizers can afford (racecheck covers the warps' shared partials, two sets used in
-// turn): one block per SM and tiles of 9 rows of 1025 columns, so 2 quads per thread and passes of 4, 4 and 1 rows.
+// turn, and the ring slots of staged passes): one block per SM, 2 quads per thread and 4 rows per pass; tiles of 9
+// rows of 1025 columns (scalar accesses; passes of 4, 4 and 1 rows) and of 8 rows of 1028 (16-byte accesses, each
+// pass's rows staged through the ring; passes of 4 and 4).
 TEST_F(GpuOps, MediumSoftmaxRowsSmall) {
-  const std::int64_t rows = 132 * 9, cols = 1025;
+  const std::int64_t rows = 132 * 9;
   Graph g("medium-softmax-small");
-  g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-6, 6, 5});
-  g.add_buffer("sm", DType::f32, {rows, cols});
-  g.softmax("softmax", "m", "sm");
-  every_mode(g, 256, rows_per_tile_policy(9, cols), 1);
+  for (const std::int64_t cols : {1025, 1028}) {
+    const std::string tag = std::to_string(cols);
+    g.add_buffer("m" + tag, DType::f32, {rows, cols}, InitUniform{-6, 6, static_cast<std::uint64_t>(cols)});
+    g.add_buffer("sm" + tag, DType::f32, {rows, cols});
+    g.softmax("softmax" + tag, "m" + tag, "sm" + tag);
+  }
+  every_mode(g, 256, rows_per_tile_policy(9, 1025), 1);
 }
 
 // Long softmax rows (block per row, two passes): the write pass starts on the stages the first pass left in the
