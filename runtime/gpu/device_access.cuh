@@ -54,6 +54,9 @@ struct CanonicalStore {
 
 // cub block-prefix callback for a scan_all tile: the warp-parallel version of protocol::lookback_prefix (same tree,
 // same publication rule); each level's group fold is a fixed butterfly over the 32 lanes, padded with the identity.
+// Every level's word is loaded first, all at once (relaxed: the payload is in the word itself, nothing else is read
+// on its strength), so when they are published already the look-back costs one round trip to L2 instead of one per
+// level; a word not yet published is then waited for (acquire) at its level.
 template <class T, class Op> struct LookbackPrefix {
   const TileSite* tile;
   std::uint64_t* words;
@@ -68,6 +71,20 @@ template <class T, class Op> struct LookbackPrefix {
     const unsigned lane = threadIdx.x & 31;
     const std::uint32_t levels = protocol::lookback_levels(num_tiles);
     if (lane == 0) protocol::publish_word(words + index, epoch, to_bits(aggregate));
+    std::uint64_t seen[protocol::kMaxLookbackLevels];
+    {
+      std::uint64_t offset = 0;
+#pragma unroll
+      for (std::uint32_t k = 0; k < protocol::kMaxLookbackLevels; ++k) {
+        seen[k] = 0;
+        if (k >= levels) continue;
+        const std::uint32_t idx = index >> (protocol::kLookbackRadixBits * k);
+        const std::uint32_t group = idx & ~(protocol::kLookbackRadix - 1);
+        if (group + lane < idx)
+          seen[k] = protocol::atomic_ref<std::uint64_t>(words[offset + group + lane]).load(cuda::std::memory_order_relaxed);
+        offset += protocol::lookback_level_size(num_tiles, k);
+      }
+    }
     T parts[protocol::kMaxLookbackLevels];
     T own = aggregate;
     bool carry = true;
@@ -80,8 +97,9 @@ template <class T, class Op> struct LookbackPrefix {
       const std::uint32_t group = idx & ~(protocol::kLookbackRadix - 1);
       T v = identity;
       if (group + lane < idx) {
-        std::uint32_t payload = 0;
-        if (protocol::wait_word(tile->site, {program::WaitKind::lookback, tile->task, group + lane, epoch},
+        std::uint32_t payload = protocol::word_payload(seen[k]);
+        if (protocol::word_epoch(seen[k]) == epoch ||
+            protocol::wait_word(tile->site, {program::WaitKind::lookback, tile->task, group + lane, epoch},
                                 words + offset + group + lane, epoch, payload))
           v = from_bits<T>(payload);
         else
