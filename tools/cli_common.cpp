@@ -38,7 +38,8 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
   cmd->add_flag("--claim-ahead", f.claim_ahead,
                 "dynamic schedule: a block takes its next ticket while its tile runs (off by default: it slowed "
-                "levels with fewer tiles than twice the blocks on the H200)");
+                "levels with fewer tiles than twice the blocks on the H200, and a look-back scan of 2^26 floats "
+                "2.9x: every later tile's look-back waits for a tile taken ahead and started a tile late)");
   cmd->add_option("--reduce-min-tile", f.reduce_min_tile, "smallest reduce tile, in elements")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--row-tile-elements", f.row_tile_elements, "target elements per row-op tile")
