@@ -7,6 +7,11 @@ namespace gridflow::kernels {
 // memory stay within 48 KB of static shared memory. A scan_all tile holds threads * scan_items_for(threads).
 constexpr int scan_items_for(int threads) { return threads >= 1024 ? 8 : 16; }
 
+// Softmax rows a warp holds whole in registers (kWarpRowValues per lane): rows up to kShortRowMaxCols are "short"
+// (a warp or a group of warps per row, kernels/device/softmax.cuh). The lowering sizes their tiles apart.
+inline constexpr int kWarpRowValues = 32;
+inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues;
+
 // The bulk-copy ring (kernels/device/bulk_stream.cuh) lives in the launch's dynamic shared memory. Its stages are
 // stream_stage_bytes(threads) (16 KB; 8 KB at 128 threads), and a launch sizes it per
 // program (runtime/gpu/copy_ring.hpp: copy_ring_bytes), up to stream_ring_bytes(threads): what the block size's

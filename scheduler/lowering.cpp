@@ -1,6 +1,7 @@
 #include "scheduler/lowering.hpp"
 
 #include "kernels/counting.hpp"
+#include "kernels/tile_shapes.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/errors.hpp"
@@ -64,7 +65,10 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
     return ceil_div(want, 1024) * 1024;
   }
   default: {
-    const std::int64_t by_size = std::max<std::int64_t>(1, p.row_tile_elements / std::max<std::int64_t>(d.cols, 1));
+    const bool short_softmax = d.opcode == static_cast<std::uint32_t>(Opcode::softmax_rows) &&
+                               d.cols <= kernels::kShortRowMaxCols;
+    const std::int64_t target = short_softmax ? p.short_softmax_tile_elements : p.row_tile_elements;
+    const std::int64_t by_size = std::max<std::int64_t>(1, target / std::max<std::int64_t>(d.cols, 1));
     const std::int64_t by_spread = std::max<std::int64_t>(1, ceil_div(items, spread));
     return std::min(by_size, by_spread);
   }

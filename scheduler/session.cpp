@@ -41,9 +41,9 @@ std::string describe(const SessionOptions& o) {
   if (!same(o.exec.wait_pacing, program::kSpinPacing))
     s += fmt::format(" gpu_wait(spins={} max_sleep_ns={})", o.exec.wait_pacing.spin_polls,
                      o.exec.wait_pacing.max_sleep_ns);
-  s += fmt::format(" tiles(reduce_min={} row_elems={} waves={} scan_items={} scan_chunks={})", o.tiles.reduce_min_tile,
-                   o.tiles.row_tile_elements, o.tiles.waves, o.tiles.scan_items_per_thread,
-                   o.tiles.scan_chunks_per_tile);
+  s += fmt::format(" tiles(reduce_min={} row_elems={} short_softmax_elems={} waves={} scan_items={} scan_chunks={})",
+                   o.tiles.reduce_min_tile, o.tiles.row_tile_elements, o.tiles.short_softmax_tile_elements,
+                   o.tiles.waves, o.tiles.scan_items_per_thread, o.tiles.scan_chunks_per_tile);
   return s;
 }
 

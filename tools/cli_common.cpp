@@ -42,7 +42,9 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
                 "2.9x: every later tile's look-back waits for a tile taken ahead and started a tile late)");
   cmd->add_option("--reduce-min-tile", f.reduce_min_tile, "smallest reduce tile, in elements")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--row-tile-elements", f.row_tile_elements, "target elements per row-op tile")
+  cmd->add_option("--row-tile-elements", f.row_tile_elements,
+                  "target elements per row-op tile, softmax rows of up to 1024 columns included (default: 262144, "
+                  "and 65536 for those softmax rows)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--scan-chunks", f.scan_chunks, "most register tiles per scan tile (1: one look-back per chunk)")
       ->check(CLI::Range(1u, 64u));
@@ -51,7 +53,7 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
 TilePolicy tile_policy(const SessionFlags& f) {
   TilePolicy t;
   t.reduce_min_tile = f.reduce_min_tile;
-  t.row_tile_elements = f.row_tile_elements;
+  if (f.row_tile_elements != 0) t.row_tile_elements = t.short_softmax_tile_elements = f.row_tile_elements;
   t.scan_chunks_per_tile = f.scan_chunks;
   return t;
 }

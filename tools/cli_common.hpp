@@ -39,7 +39,7 @@ struct SessionFlags {
   bool no_tile_deps = false;
   bool claim_ahead = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;
-  std::int64_t row_tile_elements = TilePolicy{}.row_tile_elements;
+  std::int64_t row_tile_elements = 0; // 0: TilePolicy's defaults
   std::uint32_t scan_chunks = TilePolicy{}.scan_chunks_per_tile;
 };
 

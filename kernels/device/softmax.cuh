@@ -10,6 +10,7 @@
 #include "kernels/device/access.cuh"
 #include "kernels/device/bulk_stream.cuh"
 #include "kernels/device/functors.cuh"
+#include "kernels/tile_shapes.hpp"
 
 #include <cub/block/block_reduce.cuh>
 #include <cuda/std/bit>
@@ -17,8 +18,6 @@
 
 namespace gridflow::kernels {
 
-inline constexpr int kWarpRowValues = 32;          // values per lane held in registers by the warp-per-row path
-inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues; // longest row a warp holds in registers
 inline constexpr int kRegisterQuads = 8; // float4 quads per thread of the block paths that hold rows in registers
 
 // Longest row the whole block holds in registers (kRegisterQuads quads per thread); 0: that path is not compiled

@@ -93,7 +93,7 @@ Graph every_op_graph(std::int64_t n, std::int64_t rows, std::int64_t cols) {
 TEST(CpuExecutor, EveryOpEveryModeSmallTiles) {
   TilePolicy small;
   small.reduce_min_tile = 64; // many tiles per task: exercises partial combines and the look-back tree
-  small.row_tile_elements = 200;
+  small.row_tile_elements = small.short_softmax_tile_elements = 200;
   small.scan_items_per_thread = 1;
   for (std::int64_t n : {1, 31, 32, 33, 1023, 1025, 4099})
     run_everywhere(every_op_graph(n, 7, n % 100 + 1), 3, small);
@@ -166,7 +166,7 @@ TEST(CpuExecutor, MultiChunkScanTiles) {
 
 TEST(CpuExecutor, RowsShapes) {
   TilePolicy p;
-  p.row_tile_elements = 5000;
+  p.row_tile_elements = p.short_softmax_tile_elements = 5000;
   run_everywhere(every_op_graph(10, 7, 100001), 4, p);
   run_everywhere(every_op_graph(10, 100000, 7), 4, p);
 }
