@@ -43,11 +43,14 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--reduce-min-tile", f.reduce_min_tile, "smallest reduce tile, in elements")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--row-tile-elements", f.row_tile_elements,
-                  "target elements per row-op tile, softmax rows of up to 1024 columns included (default: 262144, "
+                  "target elements per row-op tile, softmax rows of up to 1024 columns included (default: 1048576, "
                   "and 65536 for those softmax rows)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--scan-chunks", f.scan_chunks, "most register tiles per scan tile (1: one look-back per chunk)")
       ->check(CLI::Range(1u, 64u));
+  cmd->add_option("--waves", f.waves,
+                  "tiles per block a large task aims for (default 1; more: a shorter tail, more tile boundaries)")
+      ->check(CLI::Range(1u, 1024u));
 }
 
 TilePolicy tile_policy(const SessionFlags& f) {
@@ -55,6 +58,7 @@ TilePolicy tile_policy(const SessionFlags& f) {
   t.reduce_min_tile = f.reduce_min_tile;
   if (f.row_tile_elements != 0) t.row_tile_elements = t.short_softmax_tile_elements = f.row_tile_elements;
   t.scan_chunks_per_tile = f.scan_chunks;
+  t.waves = f.waves;
   return t;
 }
 

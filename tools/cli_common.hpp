@@ -41,6 +41,7 @@ struct SessionFlags {
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;
   std::int64_t row_tile_elements = 0; // 0: TilePolicy's defaults
   std::uint32_t scan_chunks = TilePolicy{}.scan_chunks_per_tile;
+  std::uint32_t waves = TilePolicy{}.waves;
 };
 
 void add_session_flags(CLI::App* cmd, SessionFlags& flags);

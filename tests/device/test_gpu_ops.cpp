@@ -296,7 +296,7 @@ TEST_F(GpuOps, LongSoftmaxRowsResidentInRing) {
 
 // The copy ring each launch gets is sized by the program (gpu::copy_ring_bytes): none when no tile streams (one-row
 // tiles of short rows, rows held in registers), enough for the longest streamed range otherwise (several 1024-float
-// rows per warp: the tile, 19 rows at the default 4 waves of 264 blocks; long rows: the row), at most the block
+// rows per warp: the tile, 64 rows by the default short_softmax_tile_elements; long rows: the row), at most the block
 // size's maximum (64 KB at 256 threads, 128 KB at 512); runs are correct at each.
 TEST_F(GpuOps, CopyRingSizedPerProgram) {
   struct Case {

@@ -109,6 +109,22 @@ TEST_F(Cli, ClaimAheadIsAnOptionOfTheDynamicSchedule) {
   EXPECT_EQ(off.out.find("claim_ahead"), std::string::npos) << off.out;
 }
 
+TEST_F(Cli, WavesSetTilesPerBlockOfALargeTask) {
+  const fs::path g = write("r.json", R"({"gridflow": 1, "name": "r",
+    "buffers": [{"name": "x", "dtype": "f32", "shape": [1048576], "init": {"uniform": {"seed": 1}}},
+                {"name": "s", "dtype": "f32", "shape": [1]}],
+    "tasks": [{"name": "sum", "op": "reduce", "fn": "sum", "in": "x", "out": "s"}]})");
+  const Result fewer = run("lower " + g.string() + " --blocks 4 --waves 1");
+  EXPECT_EQ(fewer.code, 0) << fewer.err;
+  EXPECT_NE(fewer.out.find("4 tiles"), std::string::npos) << fewer.out;
+  const Result more = run("lower " + g.string() + " --blocks 4 --waves 8");
+  EXPECT_EQ(more.code, 0) << more.err;
+  EXPECT_NE(more.out.find("32 tiles"), std::string::npos) << more.out;
+  const Result bad = run("run " + g.string() + " --backend cpu --waves 0");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--waves"), std::string::npos) << bad.err;
+}
+
 TEST_F(Cli, PollPacingIsAnOptionOfEveryRun) {
   const fs::path g = write("g.json", kGraph);
   const Result on = run("run " + g.string() + " --backend cpu --check --workers 3 --mode sentinel --poll-spins 1000 "

@@ -79,14 +79,17 @@ TEST(Lowering, ScanTilesGrowByWholeChunks) {
   o.grid_blocks = 264;
   o.threads_per_block = 256;
   const std::int64_t chunk = 256 * 16;
-  for (std::uint32_t most : {1u, 4u, 8u}) {
-    o.tiles.scan_chunks_per_tile = most;
-    const LoweredProgram p = lower(g, analyze(g), o);
-    EXPECT_EQ(p.tasks[0].tile_size, chunk) << most;                          // 25 chunks: one per tile
-    EXPECT_EQ(p.tasks[1].tile_size, chunk * std::min(3u, most)) << most;     // 3072 chunks over 1056 tiles
-    EXPECT_EQ(p.tasks[2].tile_size, chunk * most) << most;                   // 65536 chunks: the cap
-    for (const auto& t : p.tasks) EXPECT_EQ(t.num_tiles, (program::task_items(t) + t.tile_size - 1) / t.tile_size);
-  }
+  for (std::uint32_t waves : {1u, 4u})
+    for (std::uint32_t most : {1u, 4u, 8u}) {
+      o.tiles.waves = waves;
+      o.tiles.scan_chunks_per_tile = most;
+      const LoweredProgram p = lower(g, analyze(g), o);
+      const std::int64_t per_tile = (3072 + 264 * waves - 1) / (264 * waves); // 3072 chunks over 264 x waves tiles
+      EXPECT_EQ(p.tasks[0].tile_size, chunk) << most;                                // 25 chunks: one per tile
+      EXPECT_EQ(p.tasks[1].tile_size, chunk * std::min<std::int64_t>(per_tile, most)) << waves << " " << most;
+      EXPECT_EQ(p.tasks[2].tile_size, chunk * most) << most;                         // 65536 chunks: the cap
+      for (const auto& t : p.tasks) EXPECT_EQ(t.num_tiles, (program::task_items(t) + t.tile_size - 1) / t.tile_size);
+    }
 }
 
 TEST(Lowering, EveryItemIsCoveredExactlyOnce) {
