@@ -25,7 +25,7 @@ namespace gridflow::kernels {
 inline constexpr int kMaxStreamStages = 16;
 
 // Ring shape per block size: stages of stream_stage_bytes(THREADS), at most stream_ring_bytes(THREADS) of them, in
-// the launch's dynamic shared memory; how many a launch has is StreamState::stages.
+// the launch's dynamic shared memory; how many a launch has is StreamState::ring_bytes / kStageBytes.
 template <int THREADS> struct StreamShape {
   // 16-byte groups per thread per stage: 16 KB stages from 256 threads up (8 KB at 128), so each stage's fixed step
   // (the mbarrier wait, the block barrier before the refill) is paid per 4 groups per thread at 256 threads.
@@ -53,7 +53,6 @@ struct StreamState {
   alignas(8) cuda::std::uint64_t full[kStreamBarriers];
   cuda::std::uint32_t phase;      // bit s: the parity the next wait on barrier s expects
   cuda::std::uint32_t ring_bytes; // the ring (0: none; every streamed call then reads directly)
-  int stages;                     // whole stages in the ring (0 or 1: too few to stream)
 };
 
 // Once per block at kernel start, before any streamed call, with the launch's ring size (at most
@@ -65,11 +64,10 @@ template <int THREADS> __device__ inline void init_stream_state(StreamState& s, 
     s.phase = 0;
     const auto most = static_cast<cuda::std::uint32_t>(stream_ring_bytes(THREADS));
     s.ring_bytes = ring_bytes < most ? ring_bytes : most;
-    s.stages = static_cast<int>(s.ring_bytes / StreamShape<THREADS>::kStageBytes);
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
 #else
-  if (threadIdx.x == 0) s.phase = 0, s.ring_bytes = 0, s.stages = 0;
+  if (threadIdx.x == 0) s.phase = 0, s.ring_bytes = 0;
 #endif
   __syncthreads();
 }
@@ -96,114 +94,11 @@ __device__ __forceinline__ void wait_phase(cuda::std::uint64_t* bar, cuda::std::
 // Ranges shorter than this many stages are not worth the barrier round trips: they use register loads.
 inline constexpr int kStreamMinStages = 2;
 
-// One range x[0, n) streamed through the block's ring: elements before x's first 16-byte boundary (head), then
-// `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % slots, slots the ring's stages this
-// launch), then the tail. Holds the phases of the ring's barriers as this thread expects them from stream_all on;
-// every thread of the block keeps an identical copy.
-template <int THREADS, class T> struct RingPass {
-  using Shape = StreamShape<THREADS>;
-  const T* x;
-  long long n, head, groups, stages;
-  int slots; // stages the ring holds
-  unsigned char* ring;
-  StreamState* st;
-  cuda::std::uint32_t phase;
-
-  __device__ __forceinline__ int slot_of(long long c) const { return static_cast<int>(c) % slots; } // c < 2^31
-  __device__ __forceinline__ int next_slot(int slot) const { return slot + 1 == slots ? 0 : slot + 1; }
-
-  // The pass over x[0, n) (its geometry alone), or false when the range is too short to stream.
-  __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(x);
-    long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
-    if (head > n) head = n;
-    const long long groups = (n - head) / 4;
-    const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
-    p = RingPass{x, n, head, groups, stages, stream.state->stages, stream.ring, stream.state, 0};
-    return stages >= kStreamMinStages && p.slots >= 2;
-  }
-  // Leader only: stage c into `slot`.
-  __device__ __forceinline__ void issue(long long c, int slot) const {
-    const long long g0 = c * Shape::kStageGroups;
-    const long long count = groups - g0 < Shape::kStageGroups ? groups - g0 : Shape::kStageGroups;
-    bulk_load(ring + slot * Shape::kStageBytes, x + head + 4 * g0, static_cast<cuda::std::uint32_t>(count * 16),
-              &st->full[slot]);
-  }
-  __device__ __forceinline__ void wait(int slot) {
-    wait_phase(&st->full[slot], (phase >> slot) & 1u);
-    phase ^= 1u << slot;
-  }
-  // This thread's groups of stage c, which is in `slot`: groups t, t + THREADS, ... of it, in increasing order.
-  template <class F> __device__ __forceinline__ void visit(long long c, int slot, F& f) const {
-    const long long g0 = c * Shape::kStageGroups;
-    const auto* v = reinterpret_cast<const typename Vec4<T>::type*>(ring + slot * Shape::kStageBytes);
-#pragma unroll
-    for (int j = 0; j < Shape::kGroupsPerThread; ++j) {
-      const long long local = threadIdx.x + static_cast<long long>(j) * THREADS;
-      if (g0 + local < groups) {
-        const auto r = v[local];
-        const long long base = head + 4 * (g0 + local);
-        f(base, r.x), f(base + 1, r.y), f(base + 2, r.z), f(base + 3, r.w);
-      }
-    }
-  }
-  template <class Load, class F> __device__ __forceinline__ void visit_head(Load load, F& f) const {
-    for (long long i = threadIdx.x; i < head; i += THREADS) f(i, load(x + i));
-  }
-  template <class Load, class F> __device__ __forceinline__ void visit_tail(Load load, F& f) const {
-    for (long long j = head + 4 * groups + threadIdx.x; j < n; j += THREADS) f(j, load(x + j));
-  }
-  // The first pass: every stage in order through the ring, the last min(stages, slots) left resident. Begins
-  // with a block barrier (every thread has read the phases before the leader may write them back).
-  template <class F> __device__ __forceinline__ void stream_all(F& f) {
-    phase = st->phase;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
-      for (long long c = 0; c < stages && c < slots; ++c) issue(c, static_cast<int>(c));
-    }
-    int slot = 0;
-    for (long long c = 0; c < stages; ++c, slot = next_slot(slot)) {
-      wait(slot);
-      visit(c, slot, f);
-      __syncthreads(); // the stage is consumed: it may be refilled
-      if (threadIdx.x == 0 && c + slots < stages) issue(c + slots, slot);
-    }
-  }
-  __device__ __forceinline__ void finish() const {
-    if (threadIdx.x == 0) st->phase = phase;
-  }
-};
-
-// Where a streamed pass that fit the ring left its range x[0, n): elements [head, end) at ring[i - head].
-template <class T> struct RingSpan {
-  const T* ring;
-  long long head, end;
-};
-
-// True, with the span, when for_each_owned_streamed<THREADS>(x, n, load, &stream, ...) streams the range and all of
-// its stages fit the ring at once: after that call the range's aligned body is still in the ring, in order, until
-// the next streamed call. Reads only the ring's size, constant for the launch (callable by every thread at any time).
-template <int THREADS, class T, class Load>
-__device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long long n, const BlockStream<THREADS>& stream,
-                                                             RingSpan<T>& span) {
-#if __CUDA_ARCH__ >= 900
-  if constexpr (Load::kVectorizable) {
-    RingPass<THREADS, T> p;
-    if (RingPass<THREADS, T>::plan(x, n, stream, p) && p.stages <= p.slots) {
-      span = {reinterpret_cast<const T*>(stream.ring), p.head, p.head + 4 * p.groups};
-      return true;
-    }
-  }
-#endif
-  (void)x, (void)n, (void)stream, (void)span;
-  return false;
-}
-
 // Whole chunks of up to `chunk_bytes` (a multiple of 16) through the ring, one per slot: slot j is ring bytes
 // [j * chunk_bytes, (j + 1) * chunk_bytes) and completes on barrier j. The leader issues a chunk into a free slot;
 // every thread waits for it, reads it, and a block barrier frees the slot again. Phases as RingPass: every thread
 // keeps an identical copy from begin() (after a block barrier that follows the previous streamed call) to finish().
+// RingPass is a ChunkRing of stage-sized slots.
 template <int THREADS> struct ChunkRing {
   unsigned char* ring;
   StreamState* st;
@@ -231,15 +126,117 @@ template <int THREADS> struct ChunkRing {
     if (bytes > 0) bulk_load(ring + slot * chunk_bytes, src, bytes, &st->full[slot]);
     else (void)cuda::ptx::mbarrier_arrive(&st->full[slot]);
   }
+  template <class T> __device__ __forceinline__ const T* data(int slot) const {
+    return reinterpret_cast<const T*>(ring + slot * chunk_bytes);
+  }
+  // Waits for the slot's chunk to land (acquire); returns it.
   template <class T> __device__ __forceinline__ const T* wait(int slot) {
     wait_phase(&st->full[slot], (phase >> slot) & 1u);
     phase ^= 1u << slot;
-    return reinterpret_cast<const T*>(ring + slot * chunk_bytes);
+    return data<T>(slot);
   }
+  __device__ __forceinline__ int next_slot(int slot) const { return slot + 1 == slots ? 0 : slot + 1; }
   __device__ __forceinline__ void finish() const {
     if (threadIdx.x == 0) st->phase = phase;
   }
 };
+
+// One range x[0, n) streamed through the block's ring: elements before x's first 16-byte boundary (head), then
+// `stages` stages of up to kStageGroups 16-byte groups (stage c in slot c % slots, slots the ring's stages this
+// launch), then the tail. Holds the phases of the ring's barriers as this thread expects them from stream_all on;
+// every thread of the block keeps an identical copy.
+template <int THREADS, class T> struct RingPass {
+  using Shape = StreamShape<THREADS>;
+  const T* x;
+  long long n, head, groups, stages;
+  ChunkRing<THREADS> ring; // one stage per slot
+
+  __device__ __forceinline__ int slots() const { return ring.slots; }
+  __device__ __forceinline__ int slot_of(long long c) const { return static_cast<int>(c) % ring.slots; } // c < 2^31
+  __device__ __forceinline__ int next_slot(int slot) const { return ring.next_slot(slot); }
+
+  // The pass over x[0, n) (its geometry alone), or false when the range is too short to stream or the GPU lacks the
+  // copy engine.
+  __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(x);
+    long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
+    if (head > n) head = n;
+    const long long groups = (n - head) / 4;
+    const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
+    p = RingPass{x, n, head, groups, stages, {}};
+    return ChunkRing<THREADS>::plan(stream, Shape::kStageBytes, p.ring) && stages >= kStreamMinStages;
+  }
+  // Leader only: stage c into `slot`.
+  __device__ __forceinline__ void issue(long long c, int slot) const {
+    const long long g0 = c * Shape::kStageGroups;
+    const long long count = groups - g0 < Shape::kStageGroups ? groups - g0 : Shape::kStageGroups;
+    ring.issue(slot, x + head + 4 * g0, static_cast<cuda::std::uint32_t>(count * 16));
+  }
+  __device__ __forceinline__ void wait(int slot) { ring.template wait<T>(slot); }
+  // This thread's groups of stage c, which is in `slot`: groups t, t + THREADS, ... of it, in increasing order.
+  template <class F> __device__ __forceinline__ void visit(long long c, int slot, F& f) const {
+    const long long g0 = c * Shape::kStageGroups;
+    const auto* v = reinterpret_cast<const typename Vec4<T>::type*>(ring.template data<T>(slot));
+#pragma unroll
+    for (int j = 0; j < Shape::kGroupsPerThread; ++j) {
+      const long long local = threadIdx.x + static_cast<long long>(j) * THREADS;
+      if (g0 + local < groups) {
+        const auto r = v[local];
+        const long long base = head + 4 * (g0 + local);
+        f(base, r.x), f(base + 1, r.y), f(base + 2, r.z), f(base + 3, r.w);
+      }
+    }
+  }
+  template <class Load, class F> __device__ __forceinline__ void visit_head(Load load, F& f) const {
+    for (long long i = threadIdx.x; i < head; i += THREADS) f(i, load(x + i));
+  }
+  template <class Load, class F> __device__ __forceinline__ void visit_tail(Load load, F& f) const {
+    for (long long j = head + 4 * groups + threadIdx.x; j < n; j += THREADS) f(j, load(x + j));
+  }
+  // The first pass: every stage in order through the ring, the last min(stages, slots) left resident. Begins
+  // with a block barrier (every thread has read the phases before the leader may write them back).
+  template <class F> __device__ __forceinline__ void stream_all(F& f) {
+    ring.begin();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
+      for (long long c = 0; c < stages && c < ring.slots; ++c) issue(c, static_cast<int>(c));
+    }
+    int slot = 0;
+    for (long long c = 0; c < stages; ++c, slot = next_slot(slot)) {
+      wait(slot);
+      visit(c, slot, f);
+      __syncthreads(); // the stage is consumed: it may be refilled
+      if (threadIdx.x == 0 && c + ring.slots < stages) issue(c + ring.slots, slot);
+    }
+  }
+  __device__ __forceinline__ void finish() const { ring.finish(); }
+};
+
+// Where a streamed pass that fit the ring left its range x[0, n): elements [head, end) at ring[i - head].
+template <class T> struct RingSpan {
+  const T* ring;
+  long long head, end;
+};
+
+// True, with the span, when for_each_owned_streamed<THREADS>(x, n, load, &stream, ...) streams the range and all of
+// its stages fit the ring at once: after that call the range's aligned body is still in the ring, in order, until
+// the next streamed call. Reads only the ring's size, constant for the launch (callable by every thread at any time).
+template <int THREADS, class T, class Load>
+__device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long long n, const BlockStream<THREADS>& stream,
+                                                             RingSpan<T>& span) {
+#if __CUDA_ARCH__ >= 900
+  if constexpr (Load::kVectorizable) {
+    RingPass<THREADS, T> p;
+    if (RingPass<THREADS, T>::plan(x, n, stream, p) && p.stages <= p.slots()) {
+      span = {reinterpret_cast<const T*>(stream.ring), p.head, p.head + 4 * p.groups};
+      return true;
+    }
+  }
+#endif
+  (void)x, (void)n, (void)stream, (void)span;
+  return false;
+}
 
 // Like for_each_owned (same ownership and order), reading the 16-byte groups through the ring when `stream` is
 // given, the Load is vectorizable, the GPU has the copy engine, and the range spans kStreamMinStages stages.
@@ -289,7 +286,7 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
       // Stages [resident, stages) are still in the ring. Each is visited and its slot refilled with the next early
       // stage (e = 0, 1, ...), so early stage e lands in slot (resident + e) % slots, and keeps that slot's turn
       // when the ring cycles through the early stages.
-      const long long resident = p.stages > p.slots ? p.stages - p.slots : 0;
+      const long long resident = p.stages > p.slots() ? p.stages - p.slots() : 0;
       int slot = p.slot_of(resident);
       for (long long c = resident; c < p.stages; ++c, slot = p.next_slot(slot)) {
         p.visit(c, slot, second);
@@ -301,7 +298,7 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
         p.wait(slot);
         p.visit(e, slot, second);
         __syncthreads();
-        if (threadIdx.x == 0 && e + p.slots < resident) p.issue(e + p.slots, slot);
+        if (threadIdx.x == 0 && e + p.slots() < resident) p.issue(e + p.slots(), slot);
       }
       p.visit_tail(load, second);
       p.finish();

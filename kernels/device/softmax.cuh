@@ -26,12 +26,17 @@ template <int THREADS> constexpr long long register_row_max_cols() {
   return THREADS <= 512 ? 4LL * kRegisterQuads * THREADS : 0;
 }
 
-// Rows per pass of block_softmax_rows_in_registers for rows of n columns (kShortRowMaxCols < n <=
-// register_row_max_cols): kRegisterQuads / Q, Q the smallest power of two with 4 * Q * THREADS >= n.
-template <int THREADS> constexpr int register_rows_per_pass(long long n) {
+// Quads per thread per row of block_softmax_rows_in_registers for rows of n columns (kShortRowMaxCols < n <=
+// register_row_max_cols): Q, the smallest power of two with 4 * Q * THREADS >= n.
+template <int THREADS> constexpr int register_row_quads(long long n) {
   int q = 1;
   while (4LL * q * THREADS < n) q *= 2;
-  return kRegisterQuads / q;
+  return q;
+}
+
+// Rows per pass of block_softmax_rows_in_registers for rows of n columns.
+template <int THREADS> constexpr int register_rows_per_pass(long long n) {
+  return kRegisterQuads / register_row_quads<THREADS>(n);
 }
 
 // e^x as every softmax body computes it: 2^(x log2 e) on the SFU with denormal results flushed to zero
@@ -289,7 +294,7 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
     if constexpr (kStaged) {
       const long long next = first + static_cast<long long>(ring->slots) * R;
       if (threadIdx.x == 0 && next < row_end) issue_row_pass<THREADS>(*ring, slot, x, n, next, row_end, R);
-      slot = slot + 1 == ring->slots ? 0 : slot + 1;
+      slot = ring->next_slot(slot);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -313,7 +318,7 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
   }
 }
 
-// Picks block_softmax_register_rows' Q for n (the smallest power of two that holds the row) and its access width.
+// Picks block_softmax_register_rows' Q for n (register_row_quads) and its access width.
 // With `stream`, vector access and at least two passes, the passes are staged through the ring (kStaged).
 template <int THREADS, class Load, class Store>
 __device__ void block_softmax_rows_in_registers(const float* x, float* y, long long row_begin, long long row_end,
@@ -351,12 +356,13 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
     run(q, integral_constant<bool, false>{});
   };
   // Only the Q that some row longer than kShortRowMaxCols needs are compiled.
+  const int q = register_row_quads<THREADS>(n);
   if constexpr (4LL * THREADS > kShortRowMaxCols)
-    if (n <= 4LL * THREADS) return with_q(integral_constant<int, 1>{});
+    if (q == 1) return with_q(integral_constant<int, 1>{});
   if constexpr (8LL * THREADS > kShortRowMaxCols)
-    if (n <= 8LL * THREADS) return with_q(integral_constant<int, 2>{});
+    if (q == 2) return with_q(integral_constant<int, 2>{});
   if constexpr (16LL * THREADS > kShortRowMaxCols)
-    if (n <= 16LL * THREADS) return with_q(integral_constant<int, 4>{});
+    if (q == 4) return with_q(integral_constant<int, 4>{});
   with_q(integral_constant<int, 8>{});
 }
 

@@ -229,7 +229,7 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
     if (streamed) {
       if (threadIdx.x == 0 && k + ring.slots < chunks)
         ring.issue(slot, in + (k + ring.slots) * kChunk, chunk_bytes(k + ring.slots));
-      slot = slot + 1 == ring.slots ? 0 : slot + 1;
+      slot = ring.next_slot(slot);
     }
   }
   if (streamed) ring.finish();
