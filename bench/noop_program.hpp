@@ -39,6 +39,7 @@ inline LoweredProgram noop_program(std::uint32_t tasks, bool chain, SyncMode mod
     p.level_begin = {0, tasks};
   }
   p.barriers_per_run = is_level_mode(mode) ? p.num_levels() - 1 : 0;
+  assign_signal_flags(p);
   assign_state_layout(p);
   return p;
 }

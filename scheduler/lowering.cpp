@@ -218,16 +218,14 @@ void elide_local_dependencies(LoweredProgram& p) {
   if (p.local_deps.empty()) p.local_begin.clear();
 }
 
-// Which tasks publish what: per-tile flags for tasks some tile-range dependency names, the completion counter
-// for tasks some whole-task dependency names; nothing for the rest (their tiles skip the signal step).
+} // namespace
+
 void assign_signal_flags(LoweredProgram& p) {
   for (TaskDesc& t : p.tasks) t.flags &= ~(program::kSignalTiles | program::kSignalCounter);
   for (const DepDesc& dep : p.deps)
     p.tasks[dep.task].flags |=
         dep.kind == static_cast<std::uint32_t>(DepKind::task) ? program::kSignalCounter : program::kSignalTiles;
 }
-
-} // namespace
 
 void assign_state_layout(LoweredProgram& p) {
   // Control block, claim tickets (dataflow + one per level), task counters, tile flags, barrier, then per-task

@@ -53,6 +53,11 @@ struct LoweringOptions {
 // device program's limits (32-bit tile and dependency ids).
 LoweredProgram lower(const Graph& graph, const Analysis& analysis, const LoweringOptions& options);
 
+// Which tasks publish what, from program.deps: per-tile flags (kSignalTiles) for tasks some tile-range dependency
+// names, the completion counter (kSignalCounter) for tasks some whole-task dependency names, nothing for the rest
+// (their tiles skip the signal step). lower() calls it; a program built by hand must too, or its waits never end.
+void assign_signal_flags(LoweredProgram& program);
+
 // Lays out the state arena of `program` (tasks, tiles, levels and uses_tile_flags already set): fills
 // program.layout and each task's scratch / counter offsets.
 void assign_state_layout(LoweredProgram& program);

@@ -1,5 +1,6 @@
 // The CPU executor: every op against the references, every sync mode and schedule, bit-identical results
 // across modes and worker counts, the watchdog, corrupt programs.
+#include "bench/noop_program.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/tiles.hpp"
@@ -101,6 +102,20 @@ TEST(CpuExecutor, EveryOpEveryModeSmallTiles) {
 
 // The counting ops at edge sizes: one tile, several (histogram rows folded by the last arriver, scatter rows of
 // earlier tiles, select look-back), zero elements; every mode and schedule bit-identical.
+// The empty-task programs of `gridflow bench sync`, built by hand rather than lowered, run to completion in every mode:
+// each awaited task publishes what its consumer waits for (a chain of noops once waited for counters nobody
+// incremented, until the watchdog fired).
+TEST(CpuExecutor, SyncBenchNoopProgramsComplete) {
+  for (const SyncMode mode : {SyncMode::flags, SyncMode::barrier, SyncMode::grid_sync})
+    for (const bool chain : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(mode)) + (chain ? " chain" : " independent"));
+      CpuExecutor ex(bench::noop_program(200, chain, mode, 4, 256));
+      ExecOptions o;
+      o.timeout_ns = 5'000'000'000ull;
+      EXPECT_NO_THROW(ex.run(o));
+    }
+}
+
 TEST(CpuExecutor, CountingOpsEveryModeEdgeSizes) {
   for (std::int64_t n : {0LL, 1LL, 33LL, 4097LL, 40000LL})
     for (std::int32_t bins : {1, 7, 64}) {
