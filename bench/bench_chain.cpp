@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
               // Tiles per task: smaller row tiles give per-tile dependencies independent row chains to overlap.
               for (std::int64_t tile_elements : {4096LL, 1024LL}) {
                 SessionOptions t = o;
-                t.tiles.row_tile_elements = t.tiles.short_softmax_tile_elements = tile_elements;
+                t.tiles.set_row_tile_elements(tile_elements);
                 Session ts(g, t);
                 ts.run();
                 if (!ts.check().passed) {

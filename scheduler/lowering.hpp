@@ -38,6 +38,9 @@ struct TilePolicy {
   // 256 threads x 16 items x 8 chunks x 4 B = 34 MB of the H200's 50 MB (measured best of 1/2/4/8, 2026-11-30).
   std::uint32_t scan_chunks_per_tile = 8;
   std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all tiles
+
+  // One target for every row-op tile, short softmax rows included (--row-tile-elements, tests, benchmarks).
+  void set_row_tile_elements(std::int64_t elements) { row_tile_elements = short_softmax_tile_elements = elements; }
 };
 
 struct LoweringOptions {

@@ -56,7 +56,7 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
 TilePolicy tile_policy(const SessionFlags& f) {
   TilePolicy t;
   t.reduce_min_tile = f.reduce_min_tile;
-  if (f.row_tile_elements != 0) t.row_tile_elements = t.short_softmax_tile_elements = f.row_tile_elements;
+  if (f.row_tile_elements != 0) t.set_row_tile_elements(f.row_tile_elements);
   t.scan_chunks_per_tile = f.scan_chunks;
   t.waves = f.waves;
   return t;

@@ -174,7 +174,7 @@ Graph softmax_rows_graph(const std::string& name, std::int64_t rows, std::int64_
 TilePolicy rows_per_tile_policy(std::int64_t rows_per_tile, std::int64_t cols) {
   TilePolicy tiles;
   tiles.waves = 1;
-  tiles.row_tile_elements = tiles.short_softmax_tile_elements = rows_per_tile * cols;
+  tiles.set_row_tile_elements(rows_per_tile * cols);
   return tiles;
 }
 

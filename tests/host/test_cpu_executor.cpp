@@ -94,14 +94,12 @@ Graph every_op_graph(std::int64_t n, std::int64_t rows, std::int64_t cols) {
 TEST(CpuExecutor, EveryOpEveryModeSmallTiles) {
   TilePolicy small;
   small.reduce_min_tile = 64; // many tiles per task: exercises partial combines and the look-back tree
-  small.row_tile_elements = small.short_softmax_tile_elements = 200;
+  small.set_row_tile_elements(200);
   small.scan_items_per_thread = 1;
   for (std::int64_t n : {1, 31, 32, 33, 1023, 1025, 4099})
     run_everywhere(every_op_graph(n, 7, n % 100 + 1), 3, small);
 }
 
-// The counting ops at edge sizes: one tile, several (histogram rows folded by the last arriver, scatter rows of
-// earlier tiles, select look-back), zero elements; every mode and schedule bit-identical.
 // The empty-task programs of `gridflow bench sync`, built by hand rather than lowered, run to completion in every mode:
 // each awaited task publishes what its consumer waits for (a chain of noops once waited for counters nobody
 // incremented, until the watchdog fired).
@@ -116,6 +114,8 @@ TEST(CpuExecutor, SyncBenchNoopProgramsComplete) {
     }
 }
 
+// The counting ops at edge sizes: one tile, several (histogram rows folded by the last arriver, scatter rows of
+// earlier tiles, select look-back), zero elements; every mode and schedule bit-identical.
 TEST(CpuExecutor, CountingOpsEveryModeEdgeSizes) {
   for (std::int64_t n : {0LL, 1LL, 33LL, 4097LL, 40000LL})
     for (std::int32_t bins : {1, 7, 64}) {
@@ -181,7 +181,7 @@ TEST(CpuExecutor, MultiChunkScanTiles) {
 
 TEST(CpuExecutor, RowsShapes) {
   TilePolicy p;
-  p.row_tile_elements = p.short_softmax_tile_elements = 5000;
+  p.set_row_tile_elements(5000);
   run_everywhere(every_op_graph(10, 7, 100001), 4, p);
   run_everywhere(every_op_graph(10, 100000, 7), 4, p);
 }

@@ -35,7 +35,7 @@ TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
   base.cpu_workers = 1;
   base.exec.trace = true;
   base.tiles.reduce_min_tile = 256; // several tiles per task even for small buffers
-  base.tiles.row_tile_elements = base.tiles.short_softmax_tile_elements = 256;
+  base.tiles.set_row_tile_elements(256);
   base.tiles.scan_items_per_thread = 2;
   // Tile sizes of large reduces and scans follow the grid, and so do their float bits; these small buffers keep
   // reduce tiles at the minimum, and one chunk per scan tile keeps scans grid-independent too.
