@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <new>
 #include <thread>
 
@@ -70,13 +72,18 @@ std::string CpuExecutor::describe() const {
 }
 
 void CpuExecutor::upload(std::uint32_t buffer, const HostTensor& data) {
-  HostTensor& dst = buffers_.at(buffer);
-  if (data.dtype() != dst.dtype() || data.size() != dst.size())
-    throw RuntimeError(fmt::format("upload: buffer '{}' has the wrong dtype or size", program_.buffers[buffer].name));
-  dst = data;
+  const BufferInfo& info = program_.buffers.at(buffer);
+  if (data.dtype() != info.dtype || data.size() != info.elements)
+    throw RuntimeError(fmt::format("upload: buffer '{}' has the wrong dtype or size", info.name));
+  buffers_[buffer] = data;
 }
 
 void CpuExecutor::download(std::uint32_t buffer, HostTensor& data) { data = buffers_.at(buffer); }
+
+void CpuExecutor::take(std::uint32_t buffer, HostTensor& data) {
+  data = std::move(buffers_.at(buffer));
+  buffers_[buffer] = HostTensor(program_.buffers[buffer].dtype, 0);
+}
 
 void CpuExecutor::fill_bits(std::uint32_t buffer, std::uint32_t bits) { buffers_.at(buffer).fill_bits(bits); }
 
@@ -88,6 +95,9 @@ void CpuExecutor::reset_state() {
 
 RunResult CpuExecutor::run(const ExecOptions& options) {
   const LoweredProgram& p = program_;
+  for (std::size_t b = 0; b < buffers_.size(); ++b)
+    if (buffers_[b].size() != p.buffers[b].elements)
+      throw RuntimeError(fmt::format("cpu executor: buffer '{}' was taken and not uploaded again", p.buffers[b].name));
   std::vector<void*> table(buffers_.size());
   for (std::size_t b = 0; b < buffers_.size(); ++b) table[b] = buffers_[b].data();
   const std::vector<std::int64_t> sentinels = sentinel_ranges(p);
@@ -124,19 +134,40 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   if (p.mode == SyncMode::sentinel && !kernel_fill) cpu::fill_sentinels(v, 0, 1);
+  // A worker that throws (out of memory, say) aborts the run: the others leave at their next check, and the first
+  // exception is raised here once every worker has joined. Nothing escapes a worker thread.
+  auto* control = reinterpret_cast<program::ControlBlock*>(arena_->bytes);
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
   {
     std::vector<std::jthread> workers;
     workers.reserve(p.grid_blocks);
     for (std::uint32_t w = 0; w < p.grid_blocks; ++w)
       workers.emplace_back([&, w] {
-        CpuBlock blk(v, r, w);
-        program::interpret(blk);
+        try {
+          CpuBlock blk(v, r, w);
+          program::interpret(blk);
+        } catch (...) {
+          {
+            const std::lock_guard lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+          }
+          protocol::abort_run(control);
+        }
       });
+  }
+  if (failure) {
+    reset_state();
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::bad_alloc&) {
+      throw RuntimeError("cpu executor: out of host memory while running the graph");
+    }
   }
   result.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   barrier_generations_ += result.barriers_per_block;
 
-  const program::ErrorRecord error = reinterpret_cast<program::ControlBlock*>(arena_->bytes)->error;
+  const program::ErrorRecord error = control->error;
   if (error.code != 0) {
     reset_state();
     throw DeviceError(error, p);

@@ -21,6 +21,8 @@ public:
   std::string describe() const override;
   void upload(std::uint32_t buffer, const HostTensor& data) override;
   void download(std::uint32_t buffer, HostTensor& data) override;
+  void take(std::uint32_t buffer, HostTensor& data) override; // moves the buffer out (no copy)
+  bool take_moves() const override { return true; }
   void fill_bits(std::uint32_t buffer, std::uint32_t bits) override;
   RunResult run(const ExecOptions& options = {}) override;
 

@@ -42,6 +42,9 @@ DeviceInfo probe_gpu(int ordinal) {
   int coop = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, ordinal);
   info.cooperative_launch = coop != 0;
+  std::size_t free = 0, total = 0;
+  if (cudaSetDevice(ordinal) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess) info.free_memory = free;
+  else cudaGetLastError();
   return info;
 }
 

@@ -16,6 +16,7 @@ struct DeviceInfo {
   int cc_minor = 0;
   bool cooperative_launch = false;
   std::size_t global_memory = 0;
+  std::size_t free_memory = 0; // free device memory when probed
   std::size_t l2_bytes = 0;
   std::string describe() const; // "NVIDIA H200 (sm_90, 132 SMs, 140 GiB)"
 };

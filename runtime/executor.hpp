@@ -35,9 +35,14 @@ public:
   virtual void upload(std::uint32_t buffer, const HostTensor& data) = 0;
   virtual void download(std::uint32_t buffer, HostTensor& data) = 0;
   virtual void fill_bits(std::uint32_t buffer, std::uint32_t bits) = 0;
+  // Buffer b's contents into `data`. Where the executor's buffers are host memory (the CPU executor) they are moved,
+  // not copied, and every buffer must be uploaded again before the next run (take_moves()); else a download.
+  virtual void take(std::uint32_t buffer, HostTensor& data) { download(buffer, data); }
+  virtual bool take_moves() const { return false; }
 
   // Runs the program once. Throws DeviceError when the run recorded an error (watchdog, corrupt program);
-  // the executor resets its synchronization state and can run again.
+  // the executor resets its synchronization state and can run again. Throws RuntimeError when a buffer was taken
+  // and not uploaded again.
   virtual RunResult run(const ExecOptions& options = {}) = 0;
 };
 

@@ -90,6 +90,11 @@ GRIDFLOW_HOST_DEVICE bool is_aborted(program::ControlBlock* control) {
   return atomic_ref<std::uint32_t>(control->abort).load(cuda::std::memory_order_relaxed) != 0;
 }
 
+// Tell every block to leave at its next check (release: what the caller wrote before is visible to who sees it).
+GRIDFLOW_HOST_DEVICE void abort_run(program::ControlBlock* control) {
+  atomic_ref<std::uint32_t>(control->abort).store(1, cuda::std::memory_order_release);
+}
+
 // Record `record` as the run's error if it is the first, then tell every block to leave.
 GRIDFLOW_HOST_DEVICE void raise_error(program::ControlBlock* control, const program::ErrorRecord& record) {
   std::uint32_t expected = 0;
@@ -107,7 +112,7 @@ GRIDFLOW_HOST_DEVICE void raise_error(program::ControlBlock* control, const prog
     e.seen = record.seen;
     e.waited_ns = record.waited_ns;
   }
-  atomic_ref<std::uint32_t>(control->abort).store(1, cuda::std::memory_order_release);
+  abort_run(control);
 }
 
 // Who is waiting, for the error record.

@@ -1,12 +1,15 @@
 #include "scheduler/analysis.hpp"
 
 #include "kernels/counting.hpp"
+#include "runtime/checked_math.hpp"
+#include "scheduler/buffer_data.hpp"
 #include "scheduler/errors.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -37,7 +40,7 @@ bool writes_aux(OpKind op) { return op == OpKind::select; }
 
 namespace {
 
-std::string quoted(std::string_view s) { return fmt::format("'{}'", s); }
+std::string in_quotes(std::string_view s) { return fmt::format("'{}'", s); }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
@@ -50,46 +53,91 @@ std::string view_text(const ViewSpec& v) {
 }
 
 bool is_integral(double v) { return std::isfinite(v) && std::floor(v) == v; }
-bool fits_i32(double v) {
-  return is_integral(v) && v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max();
+
+// Whether `v` is a value of the dtype: an integer in the int32 range, or a finite number within the f32 range
+// (a larger one would silently become an infinity).
+bool fits_dtype(DType d, double v) {
+  if (d == DType::i32)
+    return is_integral(v) && v >= std::numeric_limits<std::int32_t>::min() &&
+           v <= std::numeric_limits<std::int32_t>::max();
+  return std::isfinite(v) && std::fabs(v) <= std::numeric_limits<float>::max();
+}
+
+std::string dtype_range_text(DType d) {
+  return d == DType::i32 ? "i32 buffers need an integer in the int32 range"
+                         : "f32 buffers need a finite number within the f32 range (magnitude <= 3.4028235e38)";
 }
 
 void validate_init(const Buffer& b) {
   const bool i32 = b.dtype == DType::i32;
-  auto need_number = [&](const char* field, double v) {
-    if (i32 ? !fits_i32(v) : !std::isfinite(v))
-      throw_buffer_error(b.name, field, fmt::format("{}", v),
-                         i32 ? "i32 buffers need an integer in the int32 range" : "must be a finite number");
+  auto need_value = [&](const char* field, double v) {
+    if (!fits_dtype(b.dtype, v)) throw_buffer_error(b.name, field, fmt::format("{}", v), dtype_range_text(b.dtype));
   };
   if (const auto* u = std::get_if<InitUniform>(&b.init)) {
-    need_number("init.uniform.low", u->low);
-    need_number("init.uniform.high", u->high);
+    need_value("init.uniform.low", u->low);
+    need_value("init.uniform.high", u->high);
     if (i32 ? u->low > u->high : u->low >= u->high)
       throw_buffer_error(b.name, "init.uniform.high", fmt::format("{}", u->high),
                          fmt::format("must be {} low ({})", i32 ? ">=" : ">", u->low));
+    if (!i32) {
+      const F32Range r = f32_values_in(u->low, u->high);
+      if (r.first > r.last)
+        throw_buffer_error(b.name, "init.uniform.high", fmt::format("{}", u->high),
+                           fmt::format("no f32 value lies in [low, high) = [{}, {})", u->low, u->high));
+    }
   } else if (const auto* io = std::get_if<InitIota>(&b.init)) {
-    need_number("init.iota.start", io->start);
-    need_number("init.iota.step", io->step);
+    need_value("init.iota.start", io->start);
+    need_value("init.iota.step", io->step);
+    // Values grow monotonically, so the first and the last element bound them all.
+    const std::int64_t n = b.elements();
+    const double last = io->start + io->step * static_cast<double>(n > 0 ? n - 1 : 0);
+    if (!fits_dtype(b.dtype, last))
+      throw_buffer_error(b.name, "init.iota.step", fmt::format("{}", io->step),
+                         fmt::format("the last element, start + step x {} = {}, is outside the buffer's dtype: {}",
+                                     n > 0 ? n - 1 : 0, last, dtype_range_text(b.dtype)));
   } else if (const auto* c = std::get_if<InitConstant>(&b.init)) {
-    need_number("init.constant", c->value);
+    need_value("init.constant", c->value);
   } else if (const auto* f = std::get_if<InitFile>(&b.init)) {
     if (f->path.empty()) throw_buffer_error(b.name, "init.file", "\"\"", "needs a path");
+    if (has_control_chars(f->path))
+      throw_buffer_error(b.name, "init.file", printable(f->path), "control characters are refused in paths");
   } else if (const auto* h = std::get_if<InitHost>(&b.init)) {
-    const std::size_t want = static_cast<std::size_t>(b.elements()) * dtype_size(b.dtype);
+    const std::optional<std::int64_t> want = checked::mul<std::int64_t>(b.elements(), dtype_size(b.dtype));
     const std::size_t have = h->bytes ? h->bytes->size() : 0;
-    if (have != want)
-      throw_buffer_error(b.name, "init.host", fmt::format("{} bytes", have), fmt::format("expected {} bytes", want));
+    if (!want || have != static_cast<std::size_t>(*want))
+      throw_buffer_error(b.name, "init.host", fmt::format("{} bytes", have),
+                         fmt::format("expected {} bytes", want.value_or(-1)));
   }
+}
+
+// A name that reaches terminals and files: non-empty, no control characters.
+void validate_name(const std::string& name, std::size_t index, bool task) {
+  const std::string who = name.empty() ? fmt::format("#{}", index) : name;
+  auto fail = [&](std::string_view value, std::string_view why) {
+    task ? throw_task_error(who, "name", value, why) : throw_buffer_error(who, "name", value, why);
+  };
+  if (name.empty()) fail("\"\"", task ? "tasks need a non-empty name" : "buffers need a non-empty name");
+  if (has_control_chars(name)) fail(printable(name), "control characters are refused in names");
 }
 
 std::unordered_map<std::string, std::uint32_t> validate_buffers(const Graph& g) {
   if (g.buffers().size() > kMaxBuffers)
     throw_graph_error(g.name(), fmt::format("{} buffers exceed the limit of {}", g.buffers().size(), kMaxBuffers));
+  if (has_control_chars(g.name())) throw_graph_error(g.name(), "control characters are refused in the graph's name");
   std::unordered_map<std::string, std::uint32_t> index;
+  std::map<std::string, std::string> saved_by; // normalized save path -> buffer
   for (std::uint32_t i = 0; i < g.buffers().size(); ++i) {
     const Buffer& b = g.buffers()[i];
-    if (b.name.empty()) throw_buffer_error(fmt::format("#{}", i), "name", "\"\"", "buffers need a non-empty name");
-    if (!index.emplace(b.name, i).second) throw_buffer_error(b.name, "name", quoted(b.name), "defined twice");
+    validate_name(b.name, i, false);
+    if (!index.emplace(b.name, i).second) throw_buffer_error(b.name, "name", in_quotes(b.name), "defined twice");
+    if (!b.save.empty()) {
+      if (has_control_chars(b.save))
+        throw_buffer_error(b.name, "save", printable(b.save), "control characters are refused in paths");
+      const auto [it, fresh] = saved_by.emplace(std::filesystem::path(b.save).lexically_normal().string(), b.name);
+      if (!fresh)
+        throw_buffer_error(b.name, "save", fmt::format("\"{}\"", b.save),
+                           fmt::format("buffer '{}' is saved to the same path", it->second));
+    }
     if (b.shape.empty() || b.shape.size() > 2)
       throw_buffer_error(b.name, "shape", shape_text(b.shape), "must be [n] or [rows, cols]");
     std::int64_t n = 1;
@@ -100,6 +148,9 @@ std::unordered_map<std::string, std::uint32_t> validate_buffers(const Graph& g) 
                            fmt::format("more than the limit of {} elements", kMaxBufferElements));
       n *= d;
     }
+    if (b.is_matrix() && b.shape[1] == 0 && b.shape[0] > kMaxEmptyRows)
+      throw_buffer_error(b.name, "shape", shape_text(b.shape),
+                         fmt::format("a buffer of zero columns has at most {} rows", kMaxEmptyRows));
     validate_init(b);
   }
   return index;
@@ -110,7 +161,7 @@ ResolvedView resolve_view(const Graph& g, const std::unordered_map<std::string, 
   const std::string f(field);
   auto it = index.find(v.buffer);
   if (it == index.end())
-    throw_task_error(t.name, f + ".buffer", quoted(v.buffer), v.buffer.empty() ? "missing" : "no buffer of that name");
+    throw_task_error(t.name, f + ".buffer", in_quotes(v.buffer), v.buffer.empty() ? "missing" : "no buffer of that name");
   const Buffer& b = g.buffers()[it->second];
   if (v.offset < 0) throw_task_error(t.name, f + ".offset", fmt::format("{}", v.offset), "must be >= 0");
   if (v.length && (v.rows || v.cols))
@@ -128,25 +179,33 @@ ResolvedView resolve_view(const Graph& g, const std::unordered_map<std::string, 
   if (v.offset > size)
     throw_task_error(t.name, f + ".offset", fmt::format("{}", v.offset),
                      fmt::format("past the end of buffer '{}' ({} elements)", b.name, size));
+  const std::int64_t room = size - v.offset; // elements from the offset to the buffer's end
   if (v.length) {
+    if (*v.length > room)
+      throw_task_error(t.name, f + ".length", fmt::format("{}", *v.length),
+                       fmt::format("offset {} + length {} ends past the end of buffer '{}' ({} elements)", v.offset,
+                                   *v.length, b.name, size));
     r.rows = 1;
     r.cols = *v.length;
   } else if (v.rows) {
+    const std::optional<std::int64_t> n = checked::mul(*v.rows, *v.cols);
+    if (!n || *n > room)
+      throw_task_error(t.name, f, view_text(v),
+                       fmt::format("{} rows x {} cols from offset {} end past the end of buffer '{}' ({} elements)",
+                                   *v.rows, *v.cols, v.offset, b.name, size));
+    // A view of zero columns holds nothing, but its rows are still iterated: bounded on their own.
+    if (*v.cols == 0 && *v.rows > kMaxEmptyRows)
+      throw_task_error(t.name, f + ".rows", fmt::format("{}", *v.rows),
+                       fmt::format("a view of zero columns has at most {} rows", kMaxEmptyRows));
     r.rows = *v.rows;
     r.cols = *v.cols;
-    if (r.cols > 0 && r.rows > kMaxBufferElements / r.cols)
-      throw_task_error(t.name, f, view_text(v), "view is larger than any buffer can be");
   } else if (v.offset == 0 && b.is_matrix()) {
     r.rows = b.shape[0];
     r.cols = b.shape[1];
   } else {
     r.rows = 1;
-    r.cols = size - v.offset;
+    r.cols = room;
   }
-  if (r.end() > size)
-    throw_task_error(t.name, f, view_text(v),
-                     fmt::format("ends at element {}, past the end of buffer '{}' ({} elements)", r.end(), b.name,
-                                 size));
   return r;
 }
 
@@ -160,9 +219,9 @@ void validate_counting_op(const Graph& g, const Task& t, const ResolvedView& in,
   const Buffer& bin = g.buffers()[in.buffer];
   const Buffer& baux = g.buffers()[aux.buffer];
   if (t.op != OpKind::select && bin.dtype != DType::i32)
-    throw_task_error(t.name, "in.buffer", quoted(bin.name), fmt::format("{} needs i32 keys", to_string(t.op)));
+    throw_task_error(t.name, "in.buffer", in_quotes(bin.name), fmt::format("{} needs i32 keys", to_string(t.op)));
   if (t.op != OpKind::histogram && baux.dtype != DType::i32)
-    throw_task_error(t.name, t.op == OpKind::scatter ? "offsets.buffer" : "count.buffer", quoted(baux.name),
+    throw_task_error(t.name, t.op == OpKind::scatter ? "offsets.buffer" : "count.buffer", in_quotes(baux.name),
                      "must be i32");
   switch (t.op) {
   case OpKind::histogram:
@@ -175,7 +234,7 @@ void validate_counting_op(const Graph& g, const Task& t, const ResolvedView& in,
       throw_task_error(t.name, "offsets", fmt::format("{} elements", aux.elements()),
                        fmt::format("scatter takes 1 to {} bins (one offset each)", kernels::kScatterMaxBins));
     if (overlaps(aux, out))
-      throw_task_error(t.name, "out", quoted(g.buffers()[out.buffer].name), "a scatter cannot write over its offsets");
+      throw_task_error(t.name, "out", in_quotes(g.buffers()[out.buffer].name), "a scatter cannot write over its offsets");
     break;
   case OpKind::select:
     if (out.elements() != in.elements())
@@ -184,16 +243,17 @@ void validate_counting_op(const Graph& g, const Task& t, const ResolvedView& in,
     if (aux.elements() != 1)
       throw_task_error(t.name, "count", fmt::format("{} elements", aux.elements()), "select writes one count");
     if (overlaps(aux, in) || overlaps(aux, out))
-      throw_task_error(t.name, "count", quoted(baux.name), "the count cannot overlap the input or the output");
-    if (bin.dtype == DType::i32 && (t.threshold != std::floor(t.threshold) || std::fabs(t.threshold) > 2147483647.0))
-      throw_task_error(t.name, "threshold", fmt::format("{}", t.threshold), "an i32 select needs an i32 threshold");
-    if (bin.dtype == DType::f32 && std::isnan(t.threshold))
-      throw_task_error(t.name, "threshold", "nan", "must be a number");
+      throw_task_error(t.name, "count", in_quotes(baux.name), "the count cannot overlap the input or the output");
+    // An f32 threshold may also be an infinity (x < inf keeps every finite x); nothing else outside the f32 range.
+    if (!fits_dtype(bin.dtype, t.threshold) && !(bin.dtype == DType::f32 && std::isinf(t.threshold)))
+      throw_task_error(t.name, "threshold", fmt::format("{}", t.threshold),
+                       bin.dtype == DType::i32 ? "an i32 select needs an integer in the int32 range"
+                                               : "an f32 select needs a number within the f32 range (or an infinity)");
     break;
   default: break;
   }
   if (overlaps(in, out))
-    throw_task_error(t.name, "out", quoted(g.buffers()[out.buffer].name),
+    throw_task_error(t.name, "out", in_quotes(g.buffers()[out.buffer].name),
                      fmt::format("a {} cannot write over its input", to_string(t.op)));
 }
 
@@ -205,7 +265,7 @@ void validate_op(const Graph& g, const Task& t, const ResolvedView& in, const Re
     const std::string what = t.op == OpKind::reduce ? fmt::format("reduce {}", to_string(t.reduce_fn))
                              : t.op == OpKind::scan ? fmt::format("scan {}", to_string(t.scan_fn))
                                                     : std::string(to_string(t.op));
-    throw_task_error(t.name, "out.buffer", quoted(bout.name),
+    throw_task_error(t.name, "out.buffer", in_quotes(bout.name),
                      fmt::format("is {}, but {} of {} produces {}", to_string(bout.dtype), what, to_string(bin.dtype),
                                  to_string(want_out)));
   }
@@ -218,14 +278,14 @@ void validate_op(const Graph& g, const Task& t, const ResolvedView& in, const Re
                        fmt::format("reduce over {} needs {} output element{}", t.axis == Axis::all ? "the whole view" : "rows",
                                    want, want == 1 ? "" : "s"));
     if (overlaps(in, out))
-      throw_task_error(t.name, "out", quoted(bout.name), "a reduce cannot write over its own input");
+      throw_task_error(t.name, "out", in_quotes(bout.name), "a reduce cannot write over its own input");
     break;
   }
   case OpKind::scan:
   case OpKind::softmax: {
     if (t.op == OpKind::softmax) {
       if (bin.dtype != DType::f32)
-        throw_task_error(t.name, "in.buffer", quoted(bin.name), "softmax needs an f32 input");
+        throw_task_error(t.name, "in.buffer", in_quotes(bin.name), "softmax needs an f32 input");
       if (t.axis != Axis::row) throw_task_error(t.name, "axis", "\"all\"", "softmax works on rows");
       if (in.rows > 0 && in.cols < 1)
         throw_task_error(t.name, "in.cols", fmt::format("{}", in.cols), "softmax needs at least one column");
@@ -279,7 +339,7 @@ public:
     for_each_segment(v, [&](std::int64_t begin, Segment& s) {
       if (s.writer >= 0) add_edge(static_cast<std::uint32_t>(s.writer), task, kHazardRaw);
       else if (std::holds_alternative<std::monostate>(g_.buffers()[v.buffer].init))
-        throw_task_error(g_.tasks()[task].name, "in", quoted(g_.buffers()[v.buffer].name),
+        throw_task_error(g_.tasks()[task].name, "in", in_quotes(g_.buffers()[v.buffer].name),
                          fmt::format("reads elements [{}, {}) before any task writes them, and the buffer has no init",
                                      begin, s.end));
       if (s.readers.empty() || s.readers.back() != task) s.readers.push_back(task);
@@ -369,8 +429,8 @@ Analysis analyze(const Graph& g) {
   a.aux.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     const Task& t = g.tasks()[i];
-    if (t.name.empty()) throw_task_error(fmt::format("#{}", i), "name", "\"\"", "tasks need a non-empty name");
-    if (!task_index.emplace(t.name, i).second) throw_task_error(t.name, "name", quoted(t.name), "defined twice");
+    validate_name(t.name, i, true);
+    if (!task_index.emplace(t.name, i).second) throw_task_error(t.name, "name", in_quotes(t.name), "defined twice");
     a.in[i] = resolve_view(g, a.buffer_index, t, t.in, "in");
     a.out[i] = resolve_view(g, a.buffer_index, t, t.out, "out");
     validate_op(g, t, a.in[i], a.out[i]);
@@ -379,7 +439,7 @@ Analysis analyze(const Graph& g) {
       a.aux[i] = resolve_view(g, a.buffer_index, t, t.aux, aux_field);
       validate_counting_op(g, t, a.in[i], a.out[i], *a.aux[i]);
     } else if (!t.aux.buffer.empty()) {
-      throw_task_error(t.name, "aux", quoted(t.aux.buffer), fmt::format("a {} task takes no third view", to_string(t.op)));
+      throw_task_error(t.name, "aux", in_quotes(t.aux.buffer), fmt::format("a {} task takes no third view", to_string(t.op)));
     } else if (t.op == OpKind::histogram) {
       validate_counting_op(g, t, a.in[i], a.out[i], a.in[i]); // (no aux: the input stands in, unused)
     }
@@ -404,8 +464,8 @@ Analysis analyze(const Graph& g) {
     for (std::size_t k = 0; k < t.after.size(); ++k) {
       auto it = task_index.find(t.after[k]);
       const std::string field = fmt::format("after[{}]", k);
-      if (it == task_index.end()) throw_task_error(t.name, field, quoted(t.after[k]), "no task of that name");
-      if (it->second == i) throw_task_error(t.name, field, quoted(t.after[k]), "a task cannot follow itself");
+      if (it == task_index.end()) throw_task_error(t.name, field, in_quotes(t.after[k]), "no task of that name");
+      if (it->second == i) throw_task_error(t.name, field, in_quotes(t.after[k]), "a task cannot follow itself");
       tracker.add_edge(it->second, i, kHazardAfter);
     }
   }

@@ -20,6 +20,8 @@ namespace gridflow {
 inline constexpr std::int64_t kMaxBufferElements = std::int64_t{1} << 40;
 inline constexpr std::size_t kMaxTasks = std::size_t{1} << 22;
 inline constexpr std::size_t kMaxBuffers = std::size_t{1} << 20;
+// Rows of a buffer or view of zero columns: they hold nothing but are still iterated, so they are bounded alone.
+inline constexpr std::int64_t kMaxEmptyRows = std::int64_t{1} << 20;
 
 // A view with every field resolved: `rows x cols` contiguous elements starting at `offset`.
 struct ResolvedView {

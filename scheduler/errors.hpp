@@ -14,13 +14,18 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// "task 'NAME': FIELD = VALUE: WHY"
+// True when `s` holds a control character (below 0x20, or 0x7f): names and paths carrying one are refused.
+bool has_control_chars(std::string_view s);
+// `s` with every control character written as \xNN, so text from a graph never reaches a terminal raw.
+std::string printable(std::string_view s);
+
+// "task 'NAME': FIELD = VALUE: WHY" (NAME and VALUE through printable()).
 [[noreturn]] void throw_task_error(std::string_view task, std::string_view field, std::string_view value,
                                    std::string_view why);
-// "buffer 'NAME': FIELD = VALUE: WHY"
+// "buffer 'NAME': FIELD = VALUE: WHY" (NAME and VALUE through printable()).
 [[noreturn]] void throw_buffer_error(std::string_view buffer, std::string_view field, std::string_view value,
                                      std::string_view why);
-// "graph 'NAME': WHY"
+// "graph 'NAME': WHY" (NAME through printable()).
 [[noreturn]] void throw_graph_error(std::string_view graph, std::string_view why);
 
 } // namespace gridflow

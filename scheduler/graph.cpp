@@ -1,12 +1,19 @@
 #include "scheduler/graph.hpp"
 
+#include "runtime/checked_math.hpp"
+
 #include <cstring>
+#include <limits>
 
 namespace gridflow {
 
 std::int64_t Buffer::elements() const {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape) {
+    const std::optional<std::int64_t> next = checked::mul(n, d);
+    if (!next) return std::numeric_limits<std::int64_t>::max(); // validation refuses it (kMaxBufferElements)
+    n = *next;
+  }
   return shape.empty() ? 0 : n;
 }
 

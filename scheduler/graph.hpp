@@ -45,7 +45,7 @@ struct Buffer {
   Init init;                       // monostate: written by tasks only
   std::string save;                // where `run` saves the buffer after the graph ran (empty: not saved)
 
-  std::int64_t elements() const;
+  std::int64_t elements() const; // product of the shape; INT64_MAX when it overflows (analyze() refuses both)
   bool is_matrix() const { return shape.size() == 2; }
 };
 

@@ -1,14 +1,14 @@
 #include "scheduler/json_format.hpp"
 
 #include "scheduler/errors.hpp"
+#include "scheduler/file_access.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <initializer_list>
 #include <limits>
-#include <sstream>
+#include <optional>
 
 namespace gridflow {
 namespace {
@@ -213,6 +213,106 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
   return {line, col};
 }
 
+// Builds the document from the parser's events, refusing what nlohmann's own builder accepts silently: a key that
+// appears twice in one object (last-wins there) and nesting deeper than any graph needs. Parse errors (number
+// overflow included) keep their byte position, for line and column.
+class StrictBuilder final : public nlohmann::json_sax<json> {
+public:
+  static constexpr std::size_t kMaxDepth = 64;
+
+  explicit StrictBuilder(json& root) : root_(root) {}
+
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return put(v); }
+  bool string(string_t& v) override { return put(std::move(v)); }
+  bool binary(binary_t& v) override { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    json& object = *levels_.back().value;
+    if (object.contains(k)) {
+      error_ = fmt::format("{}: duplicate key '{}' (each key may appear once)", path_text(k), printable(k));
+      return false;
+    }
+    levels_.back().key = k;
+    pending_ = &object[k];
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
+    std::string why = ex.what();
+    if (const auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
+    else if (const auto q = why.find("] "); q != std::string::npos) why = why.substr(q + 2);
+    error_position_ = position;
+    error_ = why;
+    return false;
+  }
+
+  // Empty while the document is good; else what went wrong, and (parse errors) the byte it went wrong at.
+  const std::string& error() const { return error_; }
+  std::optional<std::size_t> error_position() const { return error_position_; }
+
+private:
+  struct Level {
+    json* value;
+    std::string name; // as its parent calls it: "[3]" or "key"
+    std::string key;  // objects: the key being read
+  };
+
+  json* place(json&& v, std::string& name) {
+    if (levels_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& top = *levels_.back().value;
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      name = fmt::format("[{}]", top.size() - 1);
+      return &top.back();
+    }
+    name = levels_.back().key;
+    *pending_ = std::move(v);
+    return pending_;
+  }
+  bool put(json&& v) {
+    std::string name;
+    place(std::move(v), name);
+    return true;
+  }
+  bool open(json&& v) {
+    if (levels_.size() >= kMaxDepth) {
+      error_ = fmt::format("{}: nesting deeper than {} levels", path_text({}), kMaxDepth);
+      return false;
+    }
+    std::string name;
+    json* at = place(std::move(v), name);
+    levels_.push_back({at, std::move(name), {}});
+    return true;
+  }
+  bool close() {
+    levels_.pop_back();
+    return true;
+  }
+  // "tasks[2].in" (+ ".key"), as Node paths read; "(top level)" for the root.
+  std::string path_text(const std::string& key) const {
+    std::string s;
+    for (std::size_t i = 1; i < levels_.size(); ++i)
+      s += levels_[i].name.front() == '[' || s.empty() ? printable(levels_[i].name) : "." + printable(levels_[i].name);
+    if (!key.empty()) s += s.empty() ? printable(key) : "." + printable(key);
+    return s.empty() ? "(top level)" : s;
+  }
+
+  json& root_;
+  std::vector<Level> levels_;
+  json* pending_ = nullptr;
+  std::string error_;
+  std::optional<std::size_t> error_position_;
+};
+
 json view_json(const ViewSpec& v) {
   if (v.offset == 0 && !v.length && !v.rows && !v.cols) return v.buffer;
   json j = {{"buffer", v.buffer}};
@@ -225,15 +325,18 @@ json view_json(const ViewSpec& v) {
 
 } // namespace
 
-Graph graph_from_json(std::string_view text, std::string_view source) {
+namespace {
+
+Graph parse_graph(std::string_view text, std::string_view source) {
   json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    const auto [line, col] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
-    std::string why = e.what();
-    if (auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
-    throw GraphError(fmt::format("{}:{}:{}: malformed JSON: {}", source, line, col, why));
+  StrictBuilder builder(doc);
+  const bool ok = json::sax_parse(text.begin(), text.end(), &builder);
+  if (!ok || !builder.error().empty()) {
+    if (const auto at = builder.error_position()) {
+      const auto [line, col] = line_column(text, *at == 0 ? 0 : *at - 1);
+      throw GraphError(fmt::format("{}:{}:{}: malformed JSON: {}", printable(source), line, col, builder.error()));
+    }
+    throw GraphError(fmt::format("{}: {}", printable(source), builder.error()));
   }
   const Node root(doc, std::string(source), "");
   root.only_keys({"gridflow", "name", "buffers", "tasks"}, "a graph");
@@ -249,12 +352,18 @@ Graph graph_from_json(std::string_view text, std::string_view source) {
   return g;
 }
 
+} // namespace
+
+Graph graph_from_json(std::string_view text, std::string_view source) {
+  try {
+    return parse_graph(text, source);
+  } catch (const json::exception& e) { // a value the strict reader let through but nlohmann refused
+    throw GraphError(fmt::format("{}: {}", printable(source), e.what()));
+  }
+}
+
 Graph load_graph(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw GraphError(fmt::format("{}: cannot open the graph file", path.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return graph_from_json(ss.str(), path.string());
+  return graph_from_json(read_graph_file(path, kMaxGraphFileBytes), path.string());
 }
 
 std::string graph_to_json(const Graph& g, int indent) {

@@ -2,6 +2,7 @@
 
 #include "kernels/counting.hpp"
 #include "kernels/tile_shapes.hpp"
+#include "runtime/checked_math.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/errors.hpp"
@@ -23,10 +24,26 @@ using program::TaskDesc;
 using program::TileDesc;
 
 constexpr std::uint64_t kLine = program::kLine;
-constexpr std::uint64_t kMaxIds = 0xfffffff0u; // ids stay clear of kNoTile
+static_assert(kMaxTiles < program::kNoTile && kMaxDeps < program::kNoTile, "ids stay clear of kNoTile");
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::uint64_t align_line(std::uint64_t x) { return (x + kLine - 1) / kLine * kLine; }
+using checked::ceil_div;
+std::uint64_t align_line(std::uint64_t x) { return ceil_div(x, kLine) * kLine; }
+
+// Every TilePolicy field in a range where the tile arithmetic cannot overflow (items <= kMaxBufferElements,
+// grid blocks < 2^32): an out-of-range policy (from the API or the command line) is refused by name.
+void validate_policy(const TilePolicy& p) {
+  auto need = [](const char* field, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi)
+      throw GraphError(fmt::format("tile policy: {} = {}: must be in [{}, {}]", field, v, lo, hi));
+  };
+  need("reduce_min_tile", p.reduce_min_tile, 1, kMaxBufferElements);
+  need("row_tile_elements", p.row_tile_elements, 1, kMaxBufferElements);
+  need("short_softmax_tile_elements", p.short_softmax_tile_elements, 1, kMaxBufferElements);
+  need("max_tile_elements", p.max_tile_elements, 1, kMaxBufferElements);
+  need("waves", p.waves, 1, 1024);
+  need("scan_items_per_thread", p.scan_items_per_thread, 1, 64);
+  need("scan_chunks_per_tile", p.scan_chunks_per_tile, 1, 64);
+}
 
 Opcode opcode_for(const Task& t, const ResolvedView& in) {
   switch (t.op) {
@@ -61,7 +78,7 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
   case Opcode::scatter: {
     // At most about one tile per block: the histogram's last tile folds one count row per tile, and each scatter
     // tile folds the rows of every earlier tile.
-    const std::int64_t want = std::max(kernels::kCountingMinTile, ceil_div(std::max<std::int64_t>(items, 1), o.grid_blocks));
+    const std::int64_t want = std::max(kernels::kCountingMinTile, ceil_div(std::max<std::int64_t>(items, 1), std::int64_t{o.grid_blocks}));
     return ceil_div(want, 1024) * 1024;
   }
   default: {
@@ -268,8 +285,12 @@ void assign_state_layout(LoweredProgram& p) {
 
 LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOptions& o) {
   if (o.grid_blocks == 0) throw GraphError("lowering: grid_blocks must be >= 1");
-  if (o.threads_per_block == 0 || o.threads_per_block % 32 != 0)
-    throw GraphError(fmt::format("lowering: threads_per_block = {}: must be a positive multiple of 32", o.threads_per_block));
+  if (o.threads_per_block == 0 || o.threads_per_block % 32 != 0 || o.threads_per_block > 1024)
+    throw GraphError(fmt::format("lowering: threads_per_block = {}: must be a multiple of 32 in [32, 1024]",
+                                 o.threads_per_block));
+  if (o.grid_blocks > kMaxGridBlocks)
+    throw GraphError(fmt::format("lowering: grid_blocks = {}: must be at most {}", o.grid_blocks, kMaxGridBlocks));
+  validate_policy(o.tiles);
   LoweredProgram p;
   p.mode = o.mode;
   p.schedule = o.schedule;
@@ -324,9 +345,10 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     d.first_tile = static_cast<std::uint32_t>(tiles_total);
     d.num_tiles = static_cast<std::uint32_t>(tiles);
     tiles_total += static_cast<std::uint64_t>(tiles);
-    if (tiles_total > kMaxIds)
+    if (tiles_total > kMaxTiles)
       throw_task_error(t.name, "in", fmt::format("{} elements", in.elements()),
-                       fmt::format("the program would hold {} tiles, more than the limit of {}", tiles_total, kMaxIds));
+                       fmt::format("the program would hold {} tiles, more than the limit of {}", tiles_total,
+                                   kMaxTiles));
     device_of[gi] = pos;
     p.tasks.push_back(d);
     p.task_names.push_back(t.name);
@@ -407,10 +429,10 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
         tile.dep_count = static_cast<std::uint32_t>(p.deps.size()) - tile.dep_first;
       }
       p.tiles.push_back(tile);
+      if (p.deps.size() > kMaxDeps)
+        throw_task_error(graph.tasks()[gi].name, "deps", fmt::format("{} entries", p.deps.size()),
+                         fmt::format("the program would hold more than {} dependency entries", kMaxDeps));
     }
-    if (p.deps.size() > kMaxIds)
-      throw_task_error(graph.tasks()[gi].name, "deps", fmt::format("{}", p.deps.size()),
-                       "the program would hold more dependency entries than the limit");
   }
 
   // 4. Levels: tiles are level-major because tasks are.

@@ -20,6 +20,14 @@
 
 namespace gridflow {
 
+// Limits of a lowered program: tiles and dependency entries (16 bytes each, plus a flag line per tile) bound the
+// program's memory before the memory budget sees it; grid blocks bound the per-block lists.
+inline constexpr std::uint64_t kMaxTiles = std::uint64_t{1} << 26;
+inline constexpr std::uint64_t kMaxDeps = std::uint64_t{1} << 27;
+inline constexpr std::uint32_t kMaxGridBlocks = 1u << 16;
+
+// Every field is checked by lower() (GraphError naming it): sizes in [1, kMaxBufferElements], waves in [1, 1024],
+// scan items and chunks in [1, 64].
 struct TilePolicy {
   std::int64_t reduce_min_tile = 4096;      // elements
   // Target elements per row-op tile (fewer tiles: fewer claims, signals and end-of-tile barriers), and per tile of

@@ -71,7 +71,7 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
       }
     }
   if (o.base.backend == Backend::gpu && !o.external.empty()) {
-    const std::vector<HostTensor> initial = initial_data(graph, o.base.base_dir);
+    const std::vector<HostTensor> initial = initial_data(graph, o.base.files);
     for (const ExternalBaseline& x : o.external) {
       ProfileEntry e;
       e.executor = x.name;

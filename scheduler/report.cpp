@@ -236,6 +236,7 @@ void write_text(const std::string& path, const std::string& text) {
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
   std::ofstream out(p, std::ios::binary);
   out << text;
+  out.close(); // the flush's status too
   if (!out) throw RuntimeError("cannot write " + path);
 }
 

@@ -47,26 +47,53 @@ std::string describe(const SessionOptions& o) {
   return s;
 }
 
-Session::Session(Graph graph, SessionOptions options)
-    : graph_(std::move(graph)), options_(std::move(options)), analysis_(analyze(graph_)) {
-  initial_ = initial_data(graph_, options_.base_dir);
+namespace {
+
+LoweringOptions lowering_options(const SessionOptions& o) {
   LoweringOptions lo;
-  lo.mode = options_.mode;
-  lo.schedule = options_.schedule;
-  lo.per_tile_deps = options_.per_tile_deps;
-  lo.tiles = options_.tiles;
-  if (options_.backend == Backend::cpu) {
-    const std::uint32_t hw = std::max(2u, std::thread::hardware_concurrency());
-    lo.grid_blocks = options_.cpu_workers ? options_.cpu_workers : hw;
-    lo.threads_per_block = options_.threads_per_block;
-    executor_ = std::make_unique<CpuExecutor>(lower(graph_, analysis_, lo));
-  } else {
-    const GpuShape shape = plan_gpu_shape(options_.threads_per_block, options_.blocks_per_sm);
-    lo.grid_blocks = shape.grid_blocks;
-    lo.threads_per_block = shape.threads_per_block;
-    lo.tiles.scan_items_per_thread = static_cast<std::uint32_t>(kernels::scan_items_for(static_cast<int>(shape.threads_per_block)));
-    executor_ = make_gpu_executor(lower(graph_, analysis_, lo), shape);
+  lo.mode = o.mode;
+  lo.schedule = o.schedule;
+  lo.per_tile_deps = o.per_tile_deps;
+  lo.tiles = o.tiles;
+  lo.threads_per_block = o.threads_per_block;
+  return lo;
+}
+
+} // namespace
+
+RunPlan plan_run(const Graph& graph, const SessionOptions& o) {
+  RunPlan plan;
+  plan.analysis = analyze(graph);
+  for (const Buffer& b : graph.buffers()) {
+    check_init_file(b, o.files);
+    if (!b.save.empty()) check_save_target(o.files, b.name, b.save);
   }
+  LoweringOptions lo = lowering_options(o);
+  std::uint64_t device_free = 0;
+  if (o.backend == Backend::cpu) {
+    const std::uint32_t hw = std::max(2u, std::thread::hardware_concurrency());
+    lo.grid_blocks = o.cpu_workers ? o.cpu_workers : hw;
+  } else {
+    plan.shape = plan_gpu_shape(o.threads_per_block, o.blocks_per_sm);
+    lo.grid_blocks = plan.shape.grid_blocks;
+    lo.threads_per_block = plan.shape.threads_per_block;
+    lo.tiles.scan_items_per_thread =
+        static_cast<std::uint32_t>(kernels::scan_items_for(static_cast<int>(plan.shape.threads_per_block)));
+    device_free = probe_gpu().free_memory;
+  }
+  plan.program = lower(graph, plan.analysis, lo);
+  plan.memory = memory_needed(graph, plan.program, {o.backend == Backend::gpu, o.will_check, o.exec.trace});
+  check_memory_budget(graph, plan.memory, o.max_memory, host_memory_available(), device_free);
+  return plan;
+}
+
+Session::Session(Graph graph, SessionOptions options) : graph_(std::move(graph)), options_(std::move(options)) {
+  RunPlan plan = plan_run(graph_, options_);
+  analysis_ = std::move(plan.analysis);
+  memory_ = std::move(plan.memory);
+  initial_ = initial_data(graph_, options_.files);
+  if (options_.backend == Backend::cpu) executor_ = std::make_unique<CpuExecutor>(std::move(plan.program));
+  else executor_ = make_gpu_executor(std::move(plan.program), plan.shape);
   spdlog::debug("session: {} tasks -> {} tiles on {}", graph_.tasks().size(), program().tiles.size(),
                 executor_->describe());
 }
@@ -82,7 +109,10 @@ std::string Session::describe() const {
 }
 
 RunResult Session::run(const ExecOptions& exec) {
+  results_.clear(); // the last results go before the buffers are filled again: one host copy beyond the run's
+  results_.shrink_to_fit();
   for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->upload(b, initial_[b]);
+  buffers_taken_ = false;
   // Poison every task output, so an element the run never wrote cannot pass the check.
   for (std::size_t i = 0; i < graph_.tasks().size(); ++i) {
     const std::uint32_t b = analysis_.out[i].buffer;
@@ -91,11 +121,16 @@ RunResult Session::run(const ExecOptions& exec) {
   }
   RunResult r = executor_->run(exec);
   results_.resize(initial_.size());
-  for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->download(b, results_[b]);
+  for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->take(b, results_[b]);
+  buffers_taken_ = executor_->take_moves();
   return r;
 }
 
 std::vector<RunResult> Session::time(int warmup, int repeat, bool trace) {
+  if (buffers_taken_) {
+    for (std::uint32_t b = 0; b < results_.size(); ++b) executor_->upload(b, results_[b]);
+    buffers_taken_ = false;
+  }
   ExecOptions o = options_.exec;
   o.trace = false;
   for (int i = 0; i < warmup; ++i) executor_->run(o);
@@ -111,17 +146,12 @@ CheckReport Session::check() const {
   return check_outputs(graph_, analysis_, initial_, results_);
 }
 
-std::vector<std::filesystem::path> Session::save_outputs(const std::filesystem::path& dir) const {
+std::vector<std::filesystem::path> Session::save_outputs() const {
   std::vector<std::filesystem::path> written;
   for (std::size_t b = 0; b < graph_.buffers().size(); ++b) {
     const Buffer& buf = graph_.buffers()[b];
     if (buf.save.empty() || b >= results_.size()) continue;
-    const std::filesystem::path given(buf.save);
-    // Outputs land where gridflow runs (inputs are read next to the graph file): a run never writes into the
-    // folder of the graph it reads unless asked to.
-    const std::filesystem::path path = !dir.empty() ? dir / given.filename() : given;
-    save_tensor(results_[b], path);
-    written.push_back(path);
+    written.push_back(save_tensor(results_[b], options_.files, buf.name, buf.save));
   }
   return written;
 }

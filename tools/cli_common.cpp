@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace gridflow::cli {
 
@@ -18,12 +20,17 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::IsMember({"dynamic", "static"}));
   cmd->add_option("--sentinel-fill", f.sentinel_fill, "sentinel mode: pre-fill in the kernel or at submit")
       ->check(CLI::IsMember({"kernel", "submit"}));
-  cmd->add_option("--workers", f.workers, "CPU worker threads (0: hardware threads)");
+  cmd->add_option("--workers", f.workers, "CPU worker threads (0: hardware threads)")->check(CLI::Range(0u, 1024u));
   cmd->add_option("--threads", f.threads, "GPU threads per block (128, 256, 512, 1024)")
       ->check(CLI::IsMember({128u, 256u, 512u, 1024u}));
-  cmd->add_option("--blocks-per-sm", f.blocks_per_sm, "GPU blocks per SM (0: default)");
-  cmd->add_option("--timeout-ms", f.timeout_ms, "watchdog: bound on every wait, in milliseconds")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--blocks-per-sm", f.blocks_per_sm, "GPU blocks per SM (0: default)")->check(CLI::Range(0u, 64u));
+  cmd->add_option("--timeout-ms", f.timeout_ms, "watchdog: bound on every wait, in milliseconds (at most a day)")
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            const double v = std::strtod(text.c_str(), nullptr);
+            return std::isfinite(v) && v > 0 && v <= kMaxTimeoutMs ? "" : "must be a number in (0, 86400000]";
+          },
+          "(0, 86400000]"));
   cmd->add_option("--poll-spins", f.poll_spins,
                   "GPU body polls (sentinel inputs, scan look-back) and barrier waits: polls back to back before the "
                   "first sleep");
@@ -41,16 +48,30 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
                 "levels with fewer tiles than twice the blocks on the H200, and a look-back scan of 2^26 floats "
                 "2.9x: every later tile's look-back waits for a tile taken ahead and started a tile late)");
   cmd->add_option("--reduce-min-tile", f.reduce_min_tile, "smallest reduce tile, in elements")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, kMaxBufferElements));
   cmd->add_option("--row-tile-elements", f.row_tile_elements,
                   "target elements per row-op tile, softmax rows of up to 1024 columns included (default: 1048576, "
                   "and 65536 for those softmax rows)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, kMaxBufferElements));
   cmd->add_option("--scan-chunks", f.scan_chunks, "most register tiles per scan tile (1: one look-back per chunk)")
       ->check(CLI::Range(1u, 64u));
   cmd->add_option("--waves", f.waves,
                   "tiles per block a large task aims for (default 1; more: a shorter tail, more tile boundaries)")
       ->check(CLI::Range(1u, 1024u));
+}
+
+void add_file_flags(CLI::App* cmd, SessionFlags& f) {
+  cmd->add_option("--save-dir", f.save_dir,
+                  "folder the graph's 'save' paths are relative to (default: the working directory; created if "
+                  "missing)");
+  cmd->add_flag("--overwrite", f.overwrite, "a save may replace an existing file (refused otherwise)");
+  cmd->add_flag("--allow-outside-paths", f.allow_outside,
+                "the graph's init.file and save paths may be absolute, contain '..' or follow links out of their "
+                "folders (refused otherwise)");
+  cmd->add_option("--max-memory", f.max_memory,
+                  "refuse a graph whose run needs more host (or device) memory than this, e.g. 8GB, 512MB (default: "
+                  "what the machine has)")
+      ->transform(CLI::AsSizeValue(false));
 }
 
 TilePolicy tile_policy(const SessionFlags& f) {
@@ -88,7 +109,17 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.blocks_per_sm = f.blocks_per_sm;
   o.per_tile_deps = !f.no_tile_deps;
   o.tiles = tile_policy(f);
-  o.base_dir = graph_file.has_parent_path() ? graph_file.parent_path() : std::filesystem::path(".");
+  o.files.input_dir = graph_file.has_parent_path() ? graph_file.parent_path() : std::filesystem::path(".");
+  o.files.output_dir = f.save_dir.empty() ? std::filesystem::path(".") : std::filesystem::path(f.save_dir);
+  o.files.overwrite = f.overwrite;
+  o.files.allow_outside = f.allow_outside;
+  if (!f.save_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.files.output_dir, ec);
+    if (ec) throw GraphError(fmt::format("--save-dir {}: cannot create it: {}", f.save_dir, ec.message()));
+  }
+  o.max_memory = f.max_memory;
+  o.will_check = f.check;
   return o;
 }
 

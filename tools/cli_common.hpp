@@ -42,9 +42,20 @@ struct SessionFlags {
   std::int64_t row_tile_elements = 0; // 0: TilePolicy's defaults
   std::uint32_t scan_chunks = TilePolicy{}.scan_chunks_per_tile;
   std::uint32_t waves = TilePolicy{}.waves;
+  // Files and memory (file_access.hpp, memory_budget.hpp).
+  std::string save_dir;         // saves land here instead of the working directory
+  bool overwrite = false;       // saves may replace existing files
+  bool allow_outside = false;   // graph paths may be absolute, use `..` or follow links out of their folders
+  std::uint64_t max_memory = 0; // bytes; 0: what the machine has
+  bool check = false;           // run --check: the budget counts the reference check
 };
 
+inline constexpr double kMaxTimeoutMs = 86'400'000.0; // a day
+inline constexpr int kMaxRepeat = 1'000'000;           // --repeat, --warmup
+
 void add_session_flags(CLI::App* cmd, SessionFlags& flags);
+// --save-dir, --overwrite, --allow-outside-paths, --max-memory (validate, run, profile).
+void add_file_flags(CLI::App* cmd, SessionFlags& flags);
 
 // The tiling flags as a policy (sessions and `gridflow lower`).
 TilePolicy tile_policy(const SessionFlags& flags);

@@ -46,12 +46,14 @@ void add_profile(CLI::App& app, Commands& commands) {
                  "compare, time, trace; write report, traces and plots");
   cmd->add_option("GRAPH", args->graph, "graph JSON file")->required();
   cmd->add_option("--out", args->out, "folder for report.json, report.csv, trace-*.json, *.svg");
-  cmd->add_option("--repeat", args->repeat, "timed runs per configuration")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--repeat", args->repeat, "timed runs per configuration")->check(CLI::Range(1, kMaxRepeat));
+  cmd->add_option("--warmup", args->warmup, "untimed runs first")->check(CLI::Range(0, kMaxRepeat));
   cmd->add_flag("--no-baselines", args->no_baselines, "skip the per-task launch and CUB baselines");
   add_session_flags(cmd, args->flags);
+  add_file_flags(cmd, args->flags);
   cmd->callback([&commands, args] {
     commands.selected = [args] {
+      args->flags.check = true; // every configuration is checked
       const Graph g = load_graph(args->graph);
       ProfileOptions po;
       po.base = session_options(args->flags, args->graph);

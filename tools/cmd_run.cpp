@@ -33,14 +33,26 @@ std::size_t edge_count(const Analysis& a) {
 
 void add_validate(CLI::App& app, Commands& commands) {
   auto graph = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("validate", "Check a graph file; run nothing (exit 0 valid, 2 invalid)");
+  auto flags = std::make_shared<SessionFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check a graph file and everything `run` checks short of running it with the same options: init "
+                  "files, save targets, the device program's limits, memory (exit 0 valid, 2 invalid)");
   cmd->add_option("GRAPH", *graph, "graph JSON file")->required();
-  cmd->callback([&commands, graph] {
-    commands.selected = [graph] {
+  cmd->add_flag("--check", flags->check, "count the reference check of `run --check` in the memory budget");
+  add_session_flags(cmd, *flags);
+  add_file_flags(cmd, *flags);
+  cmd->callback([&commands, graph, flags] {
+    commands.selected = [graph, flags] {
       const Graph g = load_graph(*graph);
-      const Analysis a = analyze(g);
-      fmt::print("{}: valid: graph '{}', {} buffers, {} tasks, {} dependencies, {} levels\n", *graph, g.name(),
-                 g.buffers().size(), g.tasks().size(), edge_count(a), a.num_levels);
+      const SessionOptions o = session_options(*flags, *graph);
+      const RunPlan plan = plan_run(g, o);
+      fmt::print("{}: valid: graph '{}', {} buffers, {} tasks, {} dependencies, {} levels; {} tiles on the {} "
+                 "backend, {} of host memory{}\n",
+                 *graph, g.name(), g.buffers().size(), g.tasks().size(), edge_count(plan.analysis),
+                 plan.analysis.num_levels, plan.program.tiles.size(), to_string(o.backend),
+                 byte_text(plan.memory.host_bytes),
+                 plan.memory.device_bytes ? fmt::format(" and {} of device memory", byte_text(plan.memory.device_bytes))
+                                          : std::string());
       return kExitOk;
     };
   });
@@ -80,7 +92,6 @@ void add_run(CLI::App& app, Commands& commands) {
     bool check = false;
     int repeat = 0;
     int warmup = 3;
-    std::string save_dir;
     std::string trace;
     std::string report;
   };
@@ -89,14 +100,15 @@ void add_run(CLI::App& app, Commands& commands) {
   cmd->add_option("GRAPH", args->graph, "graph JSON file")->required();
   cmd->add_flag("--check", args->check, "compare outputs with the float64 references (exit 1 on mismatch)");
   cmd->add_option("--repeat", args->repeat, "timed runs after the checked one (median reported)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--save-dir", args->save_dir, "write buffers that have 'save' into this folder");
+      ->check(CLI::Range(0, kMaxRepeat));
+  cmd->add_option("--warmup", args->warmup, "untimed runs before the timed ones")->check(CLI::Range(0, kMaxRepeat));
   cmd->add_option("--trace", args->trace, "write a Chrome trace (Perfetto) of one traced run");
   cmd->add_option("--report", args->report, "write the breakdown of one traced run as JSON (and .csv beside it)");
   add_session_flags(cmd, args->flags);
+  add_file_flags(cmd, args->flags);
   cmd->callback([&commands, args] {
     commands.selected = [args] {
+      args->flags.check = args->check;
       Graph g = load_graph(args->graph);
       Session s(std::move(g), session_options(args->flags, args->graph));
       fmt::print("graph '{}': {} tasks, {} levels -> {} tiles\n", s.graph().name(), s.graph().tasks().size(),
@@ -110,7 +122,7 @@ void add_run(CLI::App& app, Commands& commands) {
         fmt::print("{}\n{}", report.summary(), report.details());
         if (!report.passed) code = kExitRuntime;
       }
-      for (const auto& path : s.save_outputs(args->save_dir)) fmt::print("saved {}\n", path.string());
+      for (const auto& path : s.save_outputs()) fmt::print("saved {}\n", path.string());
       if (args->repeat > 0) {
         std::vector<double> ms;
         for (const RunResult& r : s.time(args->warmup, args->repeat)) ms.push_back(r.elapsed_ms);

@@ -17,8 +17,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
+#include <new>
 
 int main(int argc, char** argv) {
   using namespace gridflow;
@@ -43,13 +45,21 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("gridflow [%l] %v");
+  // A write past a file-size limit fails with EFBIG (and is reported) instead of killing the process.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return commands.run();
   } catch (const GraphError& e) {
     std::fprintf(stderr, "gridflow: error: %s\n", e.what());
     return cli::kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gridflow: error: out of host memory (--max-memory refuses such graphs before they run)\n");
+    return cli::kExitRuntime;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gridflow: error: %s\n", e.what());
+    return cli::kExitRuntime;
+  } catch (...) {
+    std::fprintf(stderr, "gridflow: error: an unknown failure\n");
     return cli::kExitRuntime;
   }
 }

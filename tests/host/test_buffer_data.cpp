@@ -13,8 +13,8 @@ namespace {
 
 TEST(BufferData, UniformIsSeededAndInRange) {
   Buffer b{"u", DType::f32, {10000}, InitUniform{-3, 5, 77}, {}};
-  const HostTensor t1 = initial_data(b, ".");
-  const HostTensor t2 = initial_data(b, ".");
+  const HostTensor t1 = initial_data(b, FilePolicy{});
+  const HostTensor t2 = initial_data(b, FilePolicy{});
   double lo = 1e9, hi = -1e9, mean = 0;
   for (std::int64_t i = 0; i < t1.size(); ++i) {
     EXPECT_EQ(t1.f32()[i], t2.f32()[i]);
@@ -26,12 +26,12 @@ TEST(BufferData, UniformIsSeededAndInRange) {
   EXPECT_LT(hi, 5.0);
   EXPECT_NEAR(mean, 1.0, 0.1);
   b.init = InitUniform{-3, 5, 78};
-  EXPECT_NE(initial_data(b, ".").f32()[0], t1.f32()[0]); // a new seed, new data
+  EXPECT_NE(initial_data(b, FilePolicy{}).f32()[0], t1.f32()[0]); // a new seed, new data
 }
 
 TEST(BufferData, IntegerUniformCoversBothEnds) {
   Buffer b{"k", DType::i32, {5000}, InitUniform{0, 3, 1}, {}};
-  const HostTensor t = initial_data(b, ".");
+  const HostTensor t = initial_data(b, FilePolicy{});
   int seen[4] = {0, 0, 0, 0};
   for (std::int32_t v : t.i32()) {
     ASSERT_GE(v, 0);
@@ -43,12 +43,12 @@ TEST(BufferData, IntegerUniformCoversBothEnds) {
 
 TEST(BufferData, IotaConstantPoison) {
   Buffer a{"a", DType::i32, {4}, InitIota{5, -2}, {}};
-  const HostTensor t = initial_data(a, ".");
+  const HostTensor t = initial_data(a, FilePolicy{});
   EXPECT_EQ(t.i32()[3], -1);
   Buffer c{"c", DType::f32, {3}, InitConstant{2.5}, {}};
-  EXPECT_EQ(initial_data(c, ".").f32()[2], 2.5f);
+  EXPECT_EQ(initial_data(c, FilePolicy{}).f32()[2], 2.5f);
   Buffer o{"o", DType::f32, {3}, {}, {}};
-  EXPECT_EQ(initial_data(o, ".").bits()[1], kPoisonF32Bits);
+  EXPECT_EQ(initial_data(o, FilePolicy{}).bits()[1], kPoisonF32Bits);
 }
 
 TEST(BufferData, FilesRoundTripAndWrongSizesAreNamed) {
@@ -56,20 +56,22 @@ TEST(BufferData, FilesRoundTripAndWrongSizesAreNamed) {
   std::filesystem::create_directories(dir);
   HostTensor t(DType::f32, 6);
   for (int i = 0; i < 6; ++i) t.f32()[i] = static_cast<float>(i) * 1.5f;
-  save_tensor(t, dir / "t.bin");
+  FilePolicy files;
+  files.input_dir = files.output_dir = dir;
+  EXPECT_EQ(save_tensor(t, files, "t", "t.bin"), dir / "t.bin");
   Buffer f{"f", DType::f32, {2, 3}, InitFile{"t.bin"}, {}};
-  const HostTensor back = initial_data(f, dir);
+  const HostTensor back = initial_data(f, files);
   EXPECT_EQ(back.f32()[5], 7.5f);
   Buffer wrong{"w", DType::f32, {7}, InitFile{"t.bin"}, {}};
   try {
-    initial_data(wrong, dir);
+    initial_data(wrong, files);
     FAIL();
   } catch (const GraphError& e) {
     EXPECT_NE(std::string(e.what()).find("buffer 'w'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("holds 24 bytes, the buffer needs 28"), std::string::npos) << e.what();
   }
   Buffer missing{"m", DType::f32, {1}, InitFile{"nope.bin"}, {}};
-  EXPECT_THROW(initial_data(missing, dir), GraphError);
+  EXPECT_THROW(initial_data(missing, files), GraphError);
   std::filesystem::remove_all(dir);
 }
 

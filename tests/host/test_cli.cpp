@@ -89,13 +89,21 @@ TEST_F(Cli, InvalidGraphNamesTaskAndField) {
 TEST_F(Cli, RunCheckOnCpuInEveryMode) {
   const fs::path g = write("g.json", kGraph);
   for (const char* mode : {"grid-sync", "barrier", "flags", "sentinel"}) {
-    const Result r = run("run " + g.string() + " --backend cpu --check --workers 3 --mode " + mode);
+    const Result r = run("run " + g.string() + " --backend cpu --check --workers 3 --overwrite --mode " + mode);
     EXPECT_EQ(r.code, 0) << mode << ": " << r.err;
     EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(std::string("mode=") + mode), std::string::npos) << r.out;
   }
   EXPECT_TRUE(fs::exists(dir_ / "y.bin")); // saved where gridflow ran
   EXPECT_EQ(fs::file_size(dir_ / "y.bin"), 8u * 40u * 4u);
+  // Without --overwrite the existing file is refused before anything runs, and left as it was.
+  std::ofstream(dir_ / "y.bin", std::ios::binary | std::ios::trunc) << "keep";
+  const Result again = run("run " + g.string() + " --backend cpu");
+  EXPECT_EQ(again.code, 2) << again.out;
+  EXPECT_NE(again.err.find("buffer 'y': save = \"y.bin\""), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("exists (--overwrite replaces it)"), std::string::npos) << again.err;
+  EXPECT_EQ(again.out.find("run:"), std::string::npos) << again.out;
+  EXPECT_EQ(slurp(dir_ / "y.bin"), "keep");
 }
 
 TEST_F(Cli, ClaimAheadIsAnOptionOfTheDynamicSchedule) {
@@ -104,7 +112,7 @@ TEST_F(Cli, ClaimAheadIsAnOptionOfTheDynamicSchedule) {
   EXPECT_EQ(on.code, 0) << on.err;
   EXPECT_NE(on.out.find("check passed"), std::string::npos) << on.out;
   EXPECT_NE(on.out.find("claim_ahead=on"), std::string::npos) << on.out;
-  const Result off = run("run " + g.string() + " --backend cpu --workers 3");
+  const Result off = run("run " + g.string() + " --backend cpu --workers 3 --overwrite");
   EXPECT_EQ(off.code, 0) << off.err;
   EXPECT_EQ(off.out.find("claim_ahead"), std::string::npos) << off.out;
 }
@@ -133,11 +141,11 @@ TEST_F(Cli, PollPacingIsAnOptionOfEveryRun) {
   EXPECT_NE(on.out.find("check passed"), std::string::npos) << on.out;
   EXPECT_NE(on.out.find("gpu_poll(spins=1000 max_sleep_ns=96)"), std::string::npos) << on.out;
   EXPECT_EQ(on.out.find("gpu_wait"), std::string::npos) << on.out;
-  const Result wait = run("run " + g.string() + " --backend cpu --check --workers 3 --wait-spins 32");
+  const Result wait = run("run " + g.string() + " --backend cpu --check --workers 3 --wait-spins 32 --overwrite");
   EXPECT_EQ(wait.code, 0) << wait.err;
   EXPECT_NE(wait.out.find("check passed"), std::string::npos) << wait.out;
   EXPECT_NE(wait.out.find("gpu_wait(spins=32 max_sleep_ns=512)"), std::string::npos) << wait.out;
-  const Result off = run("run " + g.string() + " --backend cpu --workers 3");
+  const Result off = run("run " + g.string() + " --backend cpu --workers 3 --overwrite");
   EXPECT_EQ(off.code, 0) << off.err;
   EXPECT_EQ(off.out.find("gpu_poll"), std::string::npos) << off.out; // the default pacing is not named
   EXPECT_EQ(off.out.find("gpu_wait"), std::string::npos) << off.out;
