@@ -13,6 +13,7 @@ enum class DType : std::uint32_t { f32 = 0, i32 = 1 };
 // Graph-level operation kinds. histogram, scatter and select are the counting ops (integer bookkeeping of
 // routing and compaction pipelines): see graph.hpp for their contracts.
 enum class OpKind : std::uint32_t { reduce = 0, scan = 1, softmax = 2, histogram = 3, scatter = 4, select = 5 };
+inline constexpr std::size_t kOpKindCount = 6;
 
 // The predicate of select: keep x when `x CMP threshold`.
 enum class CmpFn : std::uint32_t { gt = 0, ge = 1, lt = 2, le = 3, eq = 4, ne = 5 };

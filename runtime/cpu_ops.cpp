@@ -4,8 +4,9 @@
 
 #include "kernels/counting.hpp"
 #include "kernels/reference.hpp"
-#include "runtime/interpreter.hpp"
+#include "runtime/arena.hpp"
 #include "runtime/lookback.hpp"
+#include "runtime/op_traits.hpp"
 #include "runtime/tiles.hpp"
 
 #include <bit>
@@ -369,14 +370,11 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
                   std::uint32_t tile) {
   const TaskDesc& task = view.tasks[view.tiles[tile].task];
   const TileCtx c{view, params, worker, tile, task};
-  const bool bad_aux = (task.opcode == static_cast<std::uint32_t>(Opcode::scatter) ||
-                        task.opcode == static_cast<std::uint32_t>(Opcode::select)) &&
-                       task.aux_buffer >= view.num_buffers;
-  if (task.in_buffer >= view.num_buffers || task.out_buffer >= view.num_buffers || bad_aux) {
-    if (task.opcode != static_cast<std::uint32_t>(Opcode::noop)) {
-      program::detail::raise_bad_descriptor(view, worker, tile, 2);
-      return false;
-    }
+  const program::DescriptorCheck check = program::check_descriptor(
+      task, view.num_buffers, view.scan_chunk, kernels::kHistogramMaxBins, kernels::kScatterMaxBins);
+  if (!check.ok) {
+    program::raise_bad_descriptor(view, worker, tile, static_cast<std::uint32_t>(check.field));
+    return false;
   }
   switch (static_cast<Opcode>(task.opcode)) {
   case Opcode::reduce_all: return by_dtype<ReduceAllOp>(c);

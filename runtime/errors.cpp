@@ -1,5 +1,7 @@
 #include "runtime/errors.hpp"
 
+#include "runtime/op_traits.hpp"
+
 #include <fmt/format.h>
 
 namespace gridflow {
@@ -45,8 +47,7 @@ std::string describe_error(const program::ErrorRecord& e, const LoweredProgram& 
     return fmt::format("corrupt program: {} found unknown opcode {}", where, e.detail);
   case ErrorCode::bad_descriptor:
     return fmt::format("corrupt program: {} found a descriptor field out of range ({})", where,
-                       e.detail == 0 ? "tile id" : e.detail == 1 ? "dependency task" : e.detail == 2 ? "buffer index"
-                       : e.detail == 3 ? "scan tile size" : "bins");
+                       e.detail < program::kDescriptorFieldCount ? program::kDescriptorFieldNames[e.detail] : "unknown");
   default: return fmt::format("device error {} at {}", e.code, where);
   }
 }

@@ -23,45 +23,16 @@
 
 #include "kernels/host_device.hpp"
 #include "runtime/config.hpp"
+#include "runtime/arena.hpp"
 #include "runtime/lowered_program.hpp"
+#include "runtime/op_traits.hpp"
 #include "runtime/protocol.hpp"
 
 #include <cstdint>
 
 namespace gridflow::program {
 
-// Typed pointers into the state arena.
-struct Arena {
-  unsigned char* base;
-  const StateLayout& layout;
-
-  GRIDFLOW_HOST_DEVICE ControlBlock* control() const { return reinterpret_cast<ControlBlock*>(base); }
-  GRIDFLOW_HOST_DEVICE std::uint64_t* claim_head(std::uint32_t slot) const {
-    return reinterpret_cast<std::uint64_t*>(base + layout.claim + kLine * slot);
-  }
-  GRIDFLOW_HOST_DEVICE std::uint64_t* task_done(std::uint32_t task) const {
-    return reinterpret_cast<std::uint64_t*>(base + layout.task_done + kLine * task);
-  }
-  GRIDFLOW_HOST_DEVICE std::uint32_t* tile_flag(std::uint32_t tile) const {
-    return reinterpret_cast<std::uint32_t*>(base + layout.tile_flags + kLine * tile);
-  }
-  GRIDFLOW_HOST_DEVICE std::uint64_t* barrier_counter() const {
-    return reinterpret_cast<std::uint64_t*>(base + layout.barrier);
-  }
-  GRIDFLOW_HOST_DEVICE unsigned char* at(std::uint64_t offset) const { return base + offset; }
-};
-
 namespace detail {
-
-GRIDFLOW_HOST_DEVICE void raise_bad_descriptor(const ProgramView& v, std::uint32_t block, std::uint32_t tile,
-                                               std::uint32_t field) {
-  ErrorRecord e;
-  e.code = static_cast<std::uint32_t>(ErrorCode::bad_descriptor);
-  e.block = block;
-  e.tile = tile;
-  e.detail = field;
-  protocol::raise_error(reinterpret_cast<ControlBlock*>(v.state), e);
-}
 
 // Claim cursor. Static: position in the block's list (every thread keeps its own copy). Dynamic: the ticket taken
 // ahead (leader only).
@@ -140,7 +111,7 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, s
   for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) {
     const DepDesc dep = v.deps[d];
     if (dep.task >= v.num_tasks) {
-      raise_bad_descriptor(v, blk.index(), tile, 1);
+      program::raise_bad_descriptor(v, blk.index(), tile, static_cast<std::uint32_t>(DescriptorField::dep_task));
       return false;
     }
     if (dep.kind == static_cast<std::uint32_t>(DepKind::task)) {
@@ -174,7 +145,7 @@ GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::uint32_t tile, std::uint3
 template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, const Claim& c) {
   const ProgramView& v = blk.view();
   if (c.tile >= v.num_tiles || c.desc.task >= v.num_tasks) {
-    if (blk.is_leader()) raise_bad_descriptor(v, blk.index(), c.tile, 0);
+    if (blk.is_leader()) program::raise_bad_descriptor(v, blk.index(), c.tile, static_cast<std::uint32_t>(DescriptorField::tile_id));
     return false;
   }
   return true;

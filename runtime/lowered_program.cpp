@@ -25,6 +25,7 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.schedule = static_cast<std::uint32_t>(p.schedule);
   v.barriers_per_run = p.barriers_per_run;
   v.uses_tile_flags = p.uses_tile_flags ? 1u : 0u;
+  v.scan_chunk = p.scan_chunk;
   return v;
 }
 

@@ -26,6 +26,8 @@ struct LoweredProgram {
   Schedule schedule = Schedule::dynamic;
   std::uint32_t grid_blocks = 1;       // blocks (GPU) or workers (CPU) it was lowered for
   std::uint32_t threads_per_block = 256;
+  std::uint32_t scan_chunk = 0;        // elements of a scan register chunk (threads x scan items): scan_all tiles
+                                       // are whole chunks of it, select tiles exactly one
   std::vector<program::TaskDesc> tasks;
   std::vector<program::TileDesc> tiles; // global tile ids, level-major topological order
   std::vector<program::DepDesc> deps;
@@ -83,6 +85,7 @@ struct ProgramView {
   std::uint32_t schedule = 0; // Schedule
   std::uint32_t barriers_per_run = 0;
   std::uint32_t uses_tile_flags = 0;
+  std::uint32_t scan_chunk = 0; // LoweredProgram::scan_chunk
 };
 
 // What changes between runs of the same uploaded program.

@@ -3,17 +3,15 @@
 #pragma once
 
 #include "kernels/host_device.hpp"
+#include "runtime/op_traits.hpp"
 #include "runtime/program.hpp"
 
 #include <cstdint>
 
 namespace gridflow::program {
 
-GRIDFLOW_HOST_DEVICE bool is_row_op(std::uint32_t opcode) {
-  return opcode == static_cast<std::uint32_t>(Opcode::reduce_rows) ||
-         opcode == static_cast<std::uint32_t>(Opcode::scan_rows) ||
-         opcode == static_cast<std::uint32_t>(Opcode::softmax_rows);
-}
+// The op table's properties (op_traits.hpp) under the names the tile code uses.
+GRIDFLOW_HOST_DEVICE bool is_row_op(std::uint32_t opcode) { return op_has(kRowOps, opcode); }
 
 // Half-open range of items (rows for row ops, elements otherwise) relative to the task's view.
 struct ItemRange {
@@ -38,36 +36,23 @@ GRIDFLOW_HOST_DEVICE ItemRange tile_items(const TaskDesc& t, std::uint32_t k) {
 // Input elements per item, output elements per item.
 GRIDFLOW_HOST_DEVICE std::int64_t input_per_item(const TaskDesc& t) { return is_row_op(t.opcode) ? t.cols : 1; }
 GRIDFLOW_HOST_DEVICE std::int64_t output_per_item(const TaskDesc& t) {
-  return t.opcode == static_cast<std::uint32_t>(Opcode::reduce_rows) ? 1 : input_per_item(t);
+  return op_has(kOnePerItemOps, t.opcode) ? 1 : input_per_item(t);
 }
 
 // True for the counting ops (histogram, scatter, select): integer bookkeeping whose outputs land away from the
 // tile's input range, which read and write with plain accesses only (never polled, never sentinel outputs).
-GRIDFLOW_HOST_DEVICE bool is_counting_op(std::uint32_t opcode) {
-  return opcode == static_cast<std::uint32_t>(Opcode::histogram) ||
-         opcode == static_cast<std::uint32_t>(Opcode::scatter) ||
-         opcode == static_cast<std::uint32_t>(Opcode::select);
-}
+GRIDFLOW_HOST_DEVICE bool is_counting_op(std::uint32_t opcode) { return op_has(kCountingOps, opcode); }
 
-// True when tile k's outputs are final as soon as tile k signals and lie over its own input range (false for
-// reduce_all and histogram, whose outputs the last tile to arrive writes, and for scatter and select, whose
-// outputs land anywhere in the output view).
-GRIDFLOW_HOST_DEVICE bool output_is_tile_local(const TaskDesc& t) {
-  return t.opcode != static_cast<std::uint32_t>(Opcode::reduce_all) &&
-         t.opcode != static_cast<std::uint32_t>(Opcode::noop) && !is_counting_op(t.opcode);
-}
+// True when tile k's outputs are final as soon as tile k signals and lie over its own input range.
+GRIDFLOW_HOST_DEVICE bool output_is_tile_local(const TaskDesc& t) { return op_has(kTileLocalOps, t.opcode); }
 
 // True when a tile waits for earlier tiles of its own task (look-back carries, scatter rows): one launch of
 // such a task needs all its tiles co-resident.
-GRIDFLOW_HOST_DEVICE bool waits_on_own_tiles(std::uint32_t opcode) {
-  return opcode == static_cast<std::uint32_t>(Opcode::scan_all) || opcode == static_cast<std::uint32_t>(Opcode::select) ||
-         opcode == static_cast<std::uint32_t>(Opcode::scatter);
-}
+GRIDFLOW_HOST_DEVICE bool waits_on_own_tiles(std::uint32_t opcode) { return op_has(kOwnTileOps, opcode); }
 
 // True when the task's tiles share state in the arena (partials, counters, look-back words, count rows).
 GRIDFLOW_HOST_DEVICE bool has_cross_tile_state(const TaskDesc& t) {
-  return t.num_tiles > 1 && (t.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) ||
-                             t.opcode == static_cast<std::uint32_t>(Opcode::histogram) || waits_on_own_tiles(t.opcode));
+  return t.num_tiles > 1 && op_has(kSharedStateOps, t.opcode);
 }
 
 // Scatter scratch: `num_tiles` count rows of `param` i32 bins, then (from this byte offset, line-aligned) one

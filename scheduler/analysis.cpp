@@ -4,6 +4,7 @@
 #include "runtime/checked_math.hpp"
 #include "scheduler/buffer_data.hpp"
 #include "scheduler/errors.hpp"
+#include "scheduler/op_kinds.hpp"
 
 #include <fmt/format.h>
 
@@ -30,13 +31,25 @@ std::string hazard_names(std::uint32_t hazards) {
   return s;
 }
 
-DType output_dtype(const Task& task, DType in_dtype) {
-  if (task.op == OpKind::histogram || task.op == OpKind::scatter) return DType::i32;
-  return task.op == OpKind::reduce && task.reduce_fn == ReduceFn::argmax ? DType::i32 : in_dtype;
+namespace {
+bool is_integral(double v) { return std::isfinite(v) && std::floor(v) == v; }
+} // namespace
+
+bool reads_aux(OpKind op) { return kind_traits(op).aux == program::AuxUse::read; }
+bool writes_aux(OpKind op) { return kind_traits(op).aux == program::AuxUse::write; }
+
+bool overlaps(const ResolvedView& a, const ResolvedView& b) {
+  return a.buffer == b.buffer && a.offset < b.end() && b.offset < a.end() && a.elements() > 0 && b.elements() > 0;
 }
 
-bool reads_aux(OpKind op) { return op == OpKind::scatter; }
-bool writes_aux(OpKind op) { return op == OpKind::select; }
+// Whether `v` is a value of the dtype: an integer in the int32 range, or a finite number within the f32 range
+// (a larger one would silently become an infinity).
+bool fits_dtype(DType d, double v) {
+  if (d == DType::i32)
+    return is_integral(v) && v >= std::numeric_limits<std::int32_t>::min() &&
+           v <= std::numeric_limits<std::int32_t>::max();
+  return std::isfinite(v) && std::fabs(v) <= std::numeric_limits<float>::max();
+}
 
 namespace {
 
@@ -50,17 +63,6 @@ std::string view_text(const ViewSpec& v) {
   if (v.rows) s += fmt::format(", rows {}", *v.rows);
   if (v.cols) s += fmt::format(", cols {}", *v.cols);
   return s + "}";
-}
-
-bool is_integral(double v) { return std::isfinite(v) && std::floor(v) == v; }
-
-// Whether `v` is a value of the dtype: an integer in the int32 range, or a finite number within the f32 range
-// (a larger one would silently become an infinity).
-bool fits_dtype(DType d, double v) {
-  if (d == DType::i32)
-    return is_integral(v) && v >= std::numeric_limits<std::int32_t>::min() &&
-           v <= std::numeric_limits<std::int32_t>::max();
-  return std::isfinite(v) && std::fabs(v) <= std::numeric_limits<float>::max();
 }
 
 std::string dtype_range_text(DType d) {
@@ -209,103 +211,6 @@ ResolvedView resolve_view(const Graph& g, const std::unordered_map<std::string, 
   return r;
 }
 
-bool overlaps(const ResolvedView& a, const ResolvedView& b) {
-  return a.buffer == b.buffer && a.offset < b.end() && b.offset < a.end() && a.elements() > 0 && b.elements() > 0;
-}
-
-// The counting ops (kernels/counting.hpp): 1-D views, i32 keys, bin limits, aux roles, no aliasing.
-void validate_counting_op(const Graph& g, const Task& t, const ResolvedView& in, const ResolvedView& out,
-                          const ResolvedView& aux) {
-  const Buffer& bin = g.buffers()[in.buffer];
-  const Buffer& baux = g.buffers()[aux.buffer];
-  if (t.op != OpKind::select && bin.dtype != DType::i32)
-    throw_task_error(t.name, "in.buffer", in_quotes(bin.name), fmt::format("{} needs i32 keys", to_string(t.op)));
-  if (t.op != OpKind::histogram && baux.dtype != DType::i32)
-    throw_task_error(t.name, t.op == OpKind::scatter ? "offsets.buffer" : "count.buffer", in_quotes(baux.name),
-                     "must be i32");
-  switch (t.op) {
-  case OpKind::histogram:
-    if (out.elements() < 1 || out.elements() > kernels::kHistogramMaxBins)
-      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
-                       fmt::format("a histogram has 1 to {} bins (one per output element)", kernels::kHistogramMaxBins));
-    break;
-  case OpKind::scatter:
-    if (aux.elements() < 1 || aux.elements() > kernels::kScatterMaxBins)
-      throw_task_error(t.name, "offsets", fmt::format("{} elements", aux.elements()),
-                       fmt::format("scatter takes 1 to {} bins (one offset each)", kernels::kScatterMaxBins));
-    if (overlaps(aux, out))
-      throw_task_error(t.name, "out", in_quotes(g.buffers()[out.buffer].name), "a scatter cannot write over its offsets");
-    break;
-  case OpKind::select:
-    if (out.elements() != in.elements())
-      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
-                       fmt::format("select needs as many output elements as inputs ({})", in.elements()));
-    if (aux.elements() != 1)
-      throw_task_error(t.name, "count", fmt::format("{} elements", aux.elements()), "select writes one count");
-    if (overlaps(aux, in) || overlaps(aux, out))
-      throw_task_error(t.name, "count", in_quotes(baux.name), "the count cannot overlap the input or the output");
-    // An f32 threshold may also be an infinity (x < inf keeps every finite x); nothing else outside the f32 range.
-    if (!fits_dtype(bin.dtype, t.threshold) && !(bin.dtype == DType::f32 && std::isinf(t.threshold)))
-      throw_task_error(t.name, "threshold", fmt::format("{}", t.threshold),
-                       bin.dtype == DType::i32 ? "an i32 select needs an integer in the int32 range"
-                                               : "an f32 select needs a number within the f32 range (or an infinity)");
-    break;
-  default: break;
-  }
-  if (overlaps(in, out))
-    throw_task_error(t.name, "out", in_quotes(g.buffers()[out.buffer].name),
-                     fmt::format("a {} cannot write over its input", to_string(t.op)));
-}
-
-void validate_op(const Graph& g, const Task& t, const ResolvedView& in, const ResolvedView& out) {
-  const Buffer& bin = g.buffers()[in.buffer];
-  const Buffer& bout = g.buffers()[out.buffer];
-  const DType want_out = output_dtype(t, bin.dtype);
-  if (bout.dtype != want_out) {
-    const std::string what = t.op == OpKind::reduce ? fmt::format("reduce {}", to_string(t.reduce_fn))
-                             : t.op == OpKind::scan ? fmt::format("scan {}", to_string(t.scan_fn))
-                                                    : std::string(to_string(t.op));
-    throw_task_error(t.name, "out.buffer", in_quotes(bout.name),
-                     fmt::format("is {}, but {} of {} produces {}", to_string(bout.dtype), what, to_string(bin.dtype),
-                                 to_string(want_out)));
-  }
-  const bool same_range = in.buffer == out.buffer && in.offset == out.offset && in.elements() == out.elements();
-  switch (t.op) {
-  case OpKind::reduce: {
-    const std::int64_t want = t.axis == Axis::all ? 1 : in.rows;
-    if (out.elements() != want)
-      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
-                       fmt::format("reduce over {} needs {} output element{}", t.axis == Axis::all ? "the whole view" : "rows",
-                                   want, want == 1 ? "" : "s"));
-    if (overlaps(in, out))
-      throw_task_error(t.name, "out", in_quotes(bout.name), "a reduce cannot write over its own input");
-    break;
-  }
-  case OpKind::scan:
-  case OpKind::softmax: {
-    if (t.op == OpKind::softmax) {
-      if (bin.dtype != DType::f32)
-        throw_task_error(t.name, "in.buffer", in_quotes(bin.name), "softmax needs an f32 input");
-      if (t.axis != Axis::row) throw_task_error(t.name, "axis", "\"all\"", "softmax works on rows");
-      if (in.rows > 0 && in.cols < 1)
-        throw_task_error(t.name, "in.cols", fmt::format("{}", in.cols), "softmax needs at least one column");
-    }
-    if (out.elements() != in.elements())
-      throw_task_error(t.name, "out", fmt::format("{} elements", out.elements()),
-                       fmt::format("{} needs as many output elements as inputs ({})", to_string(t.op), in.elements()));
-    if (overlaps(in, out) && !same_range)
-      throw_task_error(t.name, "out", fmt::format("{{offset {}}}", out.offset),
-                       fmt::format("overlaps the input (offset {}) without being the same range: {} can run in place "
-                                   "only on exactly its input",
-                                   in.offset, to_string(t.op)));
-    break;
-  }
-  case OpKind::histogram:
-  case OpKind::scatter:
-  case OpKind::select: break; // validate_counting_op
-  }
-}
-
 // Per-buffer interval map of the latest writer and the readers since, for hazard inference.
 struct Segment {
   std::int64_t end = 0;
@@ -431,18 +336,13 @@ Analysis analyze(const Graph& g) {
     const Task& t = g.tasks()[i];
     validate_name(t.name, i, true);
     if (!task_index.emplace(t.name, i).second) throw_task_error(t.name, "name", in_quotes(t.name), "defined twice");
+    const OpKindTraits& kind = kind_traits(t.op);
     a.in[i] = resolve_view(g, a.buffer_index, t, t.in, "in");
     a.out[i] = resolve_view(g, a.buffer_index, t, t.out, "out");
-    validate_op(g, t, a.in[i], a.out[i]);
-    const char* aux_field = t.op == OpKind::scatter ? "offsets" : "count";
-    if (reads_aux(t.op) || writes_aux(t.op)) {
-      a.aux[i] = resolve_view(g, a.buffer_index, t, t.aux, aux_field);
-      validate_counting_op(g, t, a.in[i], a.out[i], *a.aux[i]);
-    } else if (!t.aux.buffer.empty()) {
+    if (kind.aux != program::AuxUse::none) a.aux[i] = resolve_view(g, a.buffer_index, t, t.aux, kind.aux_key);
+    else if (!t.aux.buffer.empty())
       throw_task_error(t.name, "aux", in_quotes(t.aux.buffer), fmt::format("a {} task takes no third view", to_string(t.op)));
-    } else if (t.op == OpKind::histogram) {
-      validate_counting_op(g, t, a.in[i], a.out[i], a.in[i]); // (no aux: the input stands in, unused)
-    }
+    kind.validate({g, t, a.in[i], a.out[i], a.aux[i] ? &*a.aux[i] : nullptr});
   }
 
   // Dependencies: hazards in declaration order, then explicit edges.

@@ -60,11 +60,14 @@ struct Analysis {
 
 Analysis analyze(const Graph& graph);
 
-// Whether a task's aux view is read (scatter) or written (select); ops without one use neither.
+// Whether a task's aux view is read (scatter's offsets) or written (select's count): the op table's aux use.
 bool reads_aux(OpKind op);
 bool writes_aux(OpKind op);
 
-// Output element type of a task reading `in_dtype` (argmax, histogram, scatter: i32; else the input's).
-DType output_dtype(const Task& task, DType in_dtype);
+// Whether two resolved views share an element.
+bool overlaps(const ResolvedView& a, const ResolvedView& b);
+
+// Whether `v` is a value of the dtype: an integer in the int32 range, or a finite number within the f32 range.
+bool fits_dtype(DType dtype, double v);
 
 } // namespace gridflow

@@ -2,11 +2,14 @@
 
 #include "scheduler/errors.hpp"
 #include "scheduler/file_access.hpp"
+#include "scheduler/op_kinds.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <initializer_list>
+#include <span>
+#include <vector>
 #include <limits>
 #include <optional>
 
@@ -79,6 +82,9 @@ public:
 
   // Every key must be one of `allowed`; `context` says what the object is ("a reduce task").
   void only_keys(std::initializer_list<std::string_view> allowed, std::string_view context) const {
+    only_keys(std::span<const std::string_view>(allowed.begin(), allowed.size()), context);
+  }
+  void only_keys(std::span<const std::string_view> allowed, std::string_view context) const {
     for (const auto& [k, v] : object()) {
       bool ok = false;
       for (std::string_view a : allowed) ok = ok || a == k;
@@ -158,37 +164,30 @@ ViewSpec parse_view(const Node& n) {
 
 Task parse_task(const Node& n) {
   Task t;
-  const OpKind op = parse_enum<OpKind>(n.required("op", "a task"), &parse_op_kind,
-                                       "\"reduce\", \"scan\", \"softmax\", \"histogram\", \"scatter\", \"select\"");
-  t.op = op;
-  switch (op) {
-  case OpKind::reduce:
-    n.only_keys({"name", "op", "in", "out", "after", "fn", "axis"}, "a reduce task");
-    if (n.has("fn")) t.reduce_fn = parse_enum<ReduceFn>(n.key("fn"), &parse_reduce_fn, "\"sum\", \"max\", \"min\", \"argmax\"");
-    break;
-  case OpKind::scan:
-    n.only_keys({"name", "op", "in", "out", "after", "fn", "axis", "exclusive"}, "a scan task");
-    if (n.has("fn")) t.scan_fn = parse_enum<ScanFn>(n.key("fn"), &parse_scan_fn, "\"sum\", \"max\"");
-    if (n.has("exclusive")) t.exclusive = n.key("exclusive").boolean();
-    break;
-  case OpKind::softmax:
-    n.only_keys({"name", "op", "in", "out", "after", "log", "axis"}, "a softmax task");
-    if (n.has("log")) t.log = n.key("log").boolean();
-    t.axis = Axis::row;
-    break;
-  case OpKind::histogram: n.only_keys({"name", "op", "in", "out", "after"}, "a histogram task"); break;
-  case OpKind::scatter:
-    n.only_keys({"name", "op", "in", "offsets", "out", "after"}, "a scatter task");
-    t.aux = parse_view(n.required("offsets", "a scatter task"));
-    break;
-  case OpKind::select:
-    n.only_keys({"name", "op", "in", "out", "count", "cmp", "threshold", "after"}, "a select task");
-    t.aux = parse_view(n.required("count", "a select task"));
-    t.cmp = parse_enum<CmpFn>(n.required("cmp", "a select task"), &parse_cmp_fn,
-                              "\"gt\", \"ge\", \"lt\", \"le\", \"eq\", \"ne\"");
-    t.threshold = n.required("threshold", "a select task").number();
-    break;
+  static const std::string op_choices = [] {
+    std::string s;
+    for (const OpKindTraits& k : all_kinds()) s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", to_string(k.kind));
+    return s;
+  }();
+  t.op = parse_enum<OpKind>(n.required("op", "a task"), &parse_op_kind, op_choices);
+  const OpKindTraits& kind = kind_traits(t.op);
+  const std::string context = fmt::format("a {} task", to_string(t.op));
+  std::vector<std::string_view> allowed = {"name", "op", "in", "out", "after"};
+  for (const OpKey& k : kind.keys) allowed.push_back(k.name);
+  n.only_keys(allowed, context);
+  for (const OpKey& k : kind.keys)
+    if (k.required) (void)n.required(k.name, context);
+  if (kind.rows_only) t.axis = Axis::row;
+  // The option keys (only those of the op's row passed only_keys).
+  if (n.has("fn")) {
+    const Node fn = n.key("fn");
+    if (!kind.set_fn(t, fn.string())) fn.fail(fmt::format("\"{}\" is not one of {}", fn.string(), kind.fn_choices));
   }
+  if (n.has("exclusive")) t.exclusive = n.key("exclusive").boolean();
+  if (n.has("log")) t.log = n.key("log").boolean();
+  if (n.has("cmp")) t.cmp = parse_enum<CmpFn>(n.key("cmp"), &parse_cmp_fn, "\"gt\", \"ge\", \"lt\", \"le\", \"eq\", \"ne\"");
+  if (n.has("threshold")) t.threshold = n.key("threshold").number();
+  if (kind.aux_key != nullptr) t.aux = parse_view(n.key(kind.aux_key));
   t.name = n.required("name", "a task").string();
   if (n.has("axis")) t.axis = parse_enum<Axis>(n.key("axis"), &parse_axis, "\"all\", \"row\"");
   t.in = parse_view(n.required("in", "a task"));
@@ -384,22 +383,19 @@ std::string graph_to_json(const Graph& g, int indent) {
     doc["buffers"].push_back(std::move(jb));
   }
   for (const Task& t : g.tasks()) {
+    const OpKindTraits& kind = kind_traits(t.op);
     json jt = {{"name", t.name}, {"op", to_string(t.op)}};
-    if (t.op == OpKind::reduce) jt["fn"] = to_string(t.reduce_fn);
-    if (t.op == OpKind::scan) {
-      jt["fn"] = to_string(t.scan_fn);
-      jt["exclusive"] = t.exclusive;
-    }
-    if (t.op == OpKind::softmax) jt["log"] = t.log;
-    else if (t.op == OpKind::reduce || t.op == OpKind::scan) jt["axis"] = to_string(t.axis);
-    if (t.op == OpKind::select) {
-      jt["cmp"] = to_string(t.cmp);
-      jt["threshold"] = t.threshold;
+    for (const OpKey& k : kind.keys) {
+      if (k.name == "fn") jt["fn"] = kind.fn_name(t);
+      else if (k.name == "axis" && !kind.rows_only) jt["axis"] = to_string(t.axis);
+      else if (k.name == "exclusive") jt["exclusive"] = t.exclusive;
+      else if (k.name == "log") jt["log"] = t.log;
+      else if (k.name == "cmp") jt["cmp"] = to_string(t.cmp);
+      else if (k.name == "threshold") jt["threshold"] = t.threshold;
+      else if (kind.aux_key != nullptr && k.name == kind.aux_key) jt[std::string(k.name)] = view_json(t.aux);
     }
     jt["in"] = view_json(t.in);
-    if (t.op == OpKind::scatter) jt["offsets"] = view_json(t.aux);
     jt["out"] = view_json(t.out);
-    if (t.op == OpKind::select) jt["count"] = view_json(t.aux);
     if (!t.after.empty()) jt["after"] = t.after;
     doc["tasks"].push_back(std::move(jt));
   }

@@ -3,9 +3,11 @@
 #include "kernels/counting.hpp"
 #include "kernels/tile_shapes.hpp"
 #include "runtime/checked_math.hpp"
+#include "runtime/op_traits.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/errors.hpp"
+#include "scheduler/op_kinds.hpp"
 
 #include <fmt/format.h>
 
@@ -43,18 +45,6 @@ void validate_policy(const TilePolicy& p) {
   need("waves", p.waves, 1, 1024);
   need("scan_items_per_thread", p.scan_items_per_thread, 1, 64);
   need("scan_chunks_per_tile", p.scan_chunks_per_tile, 1, 64);
-}
-
-Opcode opcode_for(const Task& t, const ResolvedView& in) {
-  switch (t.op) {
-  case OpKind::reduce: return t.axis == Axis::row && in.rows != 1 ? Opcode::reduce_rows : Opcode::reduce_all;
-  case OpKind::scan: return t.axis == Axis::row && in.rows != 1 ? Opcode::scan_rows : Opcode::scan_all;
-  case OpKind::softmax: return Opcode::softmax_rows;
-  case OpKind::histogram: return Opcode::histogram;
-  case OpKind::scatter: return Opcode::scatter;
-  case OpKind::select: return Opcode::select;
-  }
-  return Opcode::invalid;
 }
 
 // Tile size in items (elements for whole-range ops, rows for row ops) by the TilePolicy.
@@ -117,9 +107,7 @@ std::pair<std::uint32_t, std::uint32_t> producer_tiles(const TaskDesc& p, Footpr
 bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
   const ResolvedView& out = a.out[task];
   const Buffer& b = g.buffers()[out.buffer];
-  const bool counting = reads_aux(g.tasks()[task].op) || writes_aux(g.tasks()[task].op) ||
-                        g.tasks()[task].op == OpKind::histogram;
-  return !counting && b.dtype == DType::f32 && std::holds_alternative<std::monostate>(b.init) &&
+  return !kind_traits(g.tasks()[task].op).counting && b.dtype == DType::f32 && std::holds_alternative<std::monostate>(b.init) &&
          a.writers[out.buffer] == 1 && a.in[task].buffer != out.buffer;
 }
 
@@ -261,23 +249,28 @@ void assign_state_layout(LoweredProgram& p) {
   L.scratch = at;
   for (TaskDesc& d : p.tasks) {
     if (d.num_tiles <= 1) continue;
-    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) {
+    switch (program::op_traits(d.opcode).scratch) {
+    case program::Scratch::none: break;
+    case program::Scratch::partials:
       d.counter = at;
       at += kLine;
       d.scratch = at;
       at = align_line(at + sizeof(program::Partial) * d.num_tiles);
-    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all) ||
-               d.opcode == static_cast<std::uint32_t>(Opcode::select)) {
+      break;
+    case program::Scratch::lookback:
       d.scratch = at;
       at = align_line(at + 8ull * protocol::lookback_words(d.num_tiles));
-    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::histogram)) {
+      break;
+    case program::Scratch::count_rows:
       d.counter = at;
       at += kLine;
       d.scratch = at;
       at = align_line(at + 4ull * d.param * d.num_tiles);
-    } else if (d.opcode == static_cast<std::uint32_t>(Opcode::scatter)) {
-      d.scratch = at; // count rows, then one ready word per tile
+      break;
+    case program::Scratch::count_rows_ready: // count rows, then one ready word per tile
+      d.scratch = at;
       at = align_line(at + program::scatter_ready_words_offset(d) + 8ull * d.num_tiles);
+      break;
     }
   }
   L.total = at;
@@ -296,6 +289,7 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   p.schedule = o.schedule;
   p.grid_blocks = o.grid_blocks;
   p.threads_per_block = o.threads_per_block;
+  p.scan_chunk = o.threads_per_block * o.tiles.scan_items_per_thread;
   for (const Buffer& b : graph.buffers()) p.buffers.push_back({b.name, b.dtype, b.elements(), false});
 
   // 1. Tasks in topological order, each cut into tiles.
@@ -307,12 +301,11 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     const Task& t = graph.tasks()[gi];
     const ResolvedView& in = a.in[gi];
     const ResolvedView& out = a.out[gi];
+    const OpKindTraits& kind = kind_traits(t.op);
     TaskDesc d;
-    d.opcode = static_cast<std::uint32_t>(opcode_for(t, in));
-    d.fn = t.op == OpKind::scan ? static_cast<std::uint32_t>(t.scan_fn) : static_cast<std::uint32_t>(t.reduce_fn);
+    d.opcode = static_cast<std::uint32_t>(kind.lower(t, in));
     d.dtype = static_cast<std::uint32_t>(graph.buffers()[in.buffer].dtype);
-    d.flags = (t.op == OpKind::scan && t.exclusive ? program::kExclusive : 0u) |
-              (t.op == OpKind::softmax && t.log ? program::kLogSoftmax : 0u);
+    kind.encode({graph, t, in, out, a.aux[gi] ? &*a.aux[gi] : nullptr}, d);
     d.in_buffer = in.buffer;
     d.out_buffer = out.buffer;
     d.in_offset = in.offset;
@@ -321,14 +314,6 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     if (a.aux[gi]) {
       d.aux_buffer = a.aux[gi]->buffer;
       d.aux_offset = static_cast<std::uint64_t>(a.aux[gi]->offset);
-    }
-    if (t.op == OpKind::histogram) d.param = static_cast<std::uint32_t>(out.elements());
-    if (t.op == OpKind::scatter) d.param = static_cast<std::uint32_t>(a.aux[gi]->elements());
-    if (t.op == OpKind::select) {
-      d.param = static_cast<std::uint32_t>(t.cmp);
-      d.param2 = graph.buffers()[in.buffer].dtype == DType::f32
-                     ? std::bit_cast<std::uint32_t>(static_cast<float>(t.threshold))
-                     : static_cast<std::uint32_t>(static_cast<std::int32_t>(t.threshold));
     }
     const bool row_op = program::is_row_op(d.opcode);
     d.rows = row_op ? in.rows : 1;
@@ -339,9 +324,7 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     const std::int64_t items = program::task_items(d);
     std::int64_t tiles = ceil_div(items, std::max<std::int64_t>(d.tile_size, 1));
     // Ops that write something even for an empty input (a value, zero counts, a zero count) need a tile.
-    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) ||
-        d.opcode == static_cast<std::uint32_t>(Opcode::histogram) || d.opcode == static_cast<std::uint32_t>(Opcode::select))
-      tiles = std::max<std::int64_t>(tiles, 1);
+    if (program::op_has(program::kEmptyWriterOps, d.opcode)) tiles = std::max<std::int64_t>(tiles, 1);
     d.first_tile = static_cast<std::uint32_t>(tiles_total);
     d.num_tiles = static_cast<std::uint32_t>(tiles);
     tiles_total += static_cast<std::uint64_t>(tiles);
@@ -455,8 +438,6 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
 }
 
 std::string describe(const LoweredProgram& p, bool list_tiles) {
-  static constexpr const char* kOpNames[] = {"invalid", "reduce_all", "reduce_rows", "scan_all",
-                                             "scan_rows", "softmax_rows", "noop"};
   std::string s = fmt::format("program: {} tasks, {} tiles, {} deps, {} levels; mode {}, schedule {}, {} blocks x {} "
                               "threads; state arena {} bytes\n",
                               p.tasks.size(), p.tiles.size(), p.deps.size(), p.num_levels(), to_string(p.mode),
@@ -464,7 +445,7 @@ std::string describe(const LoweredProgram& p, bool list_tiles) {
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const TaskDesc& d = p.tasks[i];
     s += fmt::format("  task {:>4} '{}': {} level {} tiles [{}, +{}) tile_size {} view {}x{} flags {:#x}\n", i,
-                     p.task_names[i], d.opcode < std::size(kOpNames) ? kOpNames[d.opcode] : "?", d.level,
+                     p.task_names[i], program::op_traits(d.opcode).name, d.level,
                      d.first_tile, d.num_tiles, d.tile_size, d.rows, d.cols, d.flags);
     if (d.num_tiles > 0) {
       const TileDesc& t0 = p.tiles[d.first_tile];

@@ -2,6 +2,7 @@
 
 #include "kernels/counting.hpp"
 #include "kernels/reference.hpp"
+#include "scheduler/op_kinds.hpp"
 
 #include <fmt/format.h>
 
@@ -203,7 +204,7 @@ void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& a
 void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, const Source& src, RefBuffer& dst,
                 const std::optional<ResolvedView>& av = {}, const Source* aux_src = nullptr,
                 RefBuffer* aux_dst = nullptr) {
-  if (t.op == OpKind::histogram || t.op == OpKind::scatter || t.op == OpKind::select) {
+  if (kind_traits(t.op).counting) {
     std::optional<Inputs<std::int32_t>> offsets;
     if (aux_src) offsets = gather<std::int32_t>(*aux_src, *av);
     const ResolvedView none;
@@ -216,15 +217,23 @@ void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, c
     }
     return;
   }
+  // The reference's dispatch (softmax is f32 only: validation refuses it on i32).
+  auto run = [&](auto& in) {
+    switch (t.op) {
+    case OpKind::reduce: apply_reduce(t, iv, ov, in, dst); break;
+    case OpKind::scan: apply_scan(t, iv, ov, in, dst); break;
+    case OpKind::softmax:
+      if constexpr (std::is_same_v<std::decay_t<decltype(in)>, Inputs<float>>) apply_softmax(t, iv, ov, in, dst);
+      break;
+    default: break; // the counting ops: above
+    }
+  };
   if (src.data.dtype() == DType::f32) {
     Inputs<float> in = gather<float>(src, iv);
-    if (t.op == OpKind::reduce) apply_reduce(t, iv, ov, in, dst);
-    else if (t.op == OpKind::scan) apply_scan(t, iv, ov, in, dst);
-    else apply_softmax(t, iv, ov, in, dst);
+    run(in);
   } else {
     Inputs<std::int32_t> in = gather<std::int32_t>(src, iv);
-    if (t.op == OpKind::reduce) apply_reduce(t, iv, ov, in, dst);
-    else apply_scan(t, iv, ov, in, dst);
+    run(in);
   }
 }
 

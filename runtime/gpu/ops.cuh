@@ -8,7 +8,7 @@
 #include "kernels/device/scan.cuh"
 #include "kernels/device/softmax.cuh"
 #include "runtime/gpu/device_access.cuh"
-#include "runtime/interpreter.hpp"
+#include "runtime/arena.hpp"
 #include "runtime/tiles.hpp"
 
 namespace gridflow::gpu {

@@ -91,22 +91,11 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
                              std::uint32_t tile) {
   const program::TileDesc t = s.tile;
   const program::TaskDesc& task = s.task;
-  const bool needs_buffers = task.opcode != static_cast<std::uint32_t>(program::Opcode::noop);
-  // scan_all tiles are whole register tiles (chunks); select tiles exactly one.
-  const long long chunk = static_cast<long long>(THREADS) * scan_items(THREADS);
-  const bool bad_scan_tile =
-      (task.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all) &&
-       (task.tile_size <= 0 || task.tile_size % chunk != 0)) ||
-      (task.opcode == static_cast<std::uint32_t>(program::Opcode::select) && task.tile_size != chunk);
-  const bool needs_aux = task.opcode == static_cast<std::uint32_t>(program::Opcode::scatter) ||
-                         task.opcode == static_cast<std::uint32_t>(program::Opcode::select);
-  const bool bad_bins = (task.opcode == static_cast<std::uint32_t>(program::Opcode::histogram) &&
-                         (task.param == 0 || task.param > kernels::kHistogramMaxBins)) ||
-                        (task.opcode == static_cast<std::uint32_t>(program::Opcode::scatter) &&
-                         (task.param == 0 || task.param > kernels::kScatterMaxBins));
-  if ((needs_buffers && (task.in_buffer >= v.num_buffers || task.out_buffer >= v.num_buffers)) || bad_scan_tile ||
-      (needs_aux && task.aux_buffer >= v.num_buffers) || bad_bins) {
-    if (threadIdx.x == 0) program::detail::raise_bad_descriptor(v, blockIdx.x, tile, bad_scan_tile ? 3 : bad_bins ? 4 : 2);
+  const program::DescriptorCheck check = program::check_descriptor(
+      task, v.num_buffers, static_cast<long long>(THREADS) * scan_items(THREADS), kernels::kHistogramMaxBins,
+      kernels::kScatterMaxBins);
+  if (!check.ok) {
+    if (threadIdx.x == 0) program::raise_bad_descriptor(v, blockIdx.x, tile, static_cast<std::uint32_t>(check.field));
     return false;
   }
   const TileContext<THREADS> c{v.state, r.epoch, t.index};

@@ -2,6 +2,7 @@
 // refusal, corrupt programs.
 #include "runtime/errors.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "tests/common/bad_descriptors.hpp"
 #include "tests/common/random_graph.hpp"
 #include "tests/common/run_checks.hpp"
 #include "tests/device/gpu_fixture.hpp"
@@ -184,6 +185,21 @@ TEST_F(GpuRuntime, CorruptOpcodeIsAnErrorNotAHang) {
     FAIL() << "expected a DeviceError";
   } catch (const DeviceError& e) {
     EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_opcode));
+  }
+}
+
+// The same corrupt programs the host suite feeds the CPU executor: the same field named (program::check_descriptor).
+TEST_F(GpuRuntime, EveryBadDescriptorIsNamedAsOnTheCpu) {
+  const GpuShape shape = plan_gpu_shape(256, 1);
+  for (const testing::BadDescriptor& bad : testing::bad_descriptors()) {
+    auto ex = make_gpu_executor(bad.make(shape.grid_blocks, 256), shape);
+    try {
+      ex->run();
+      ADD_FAILURE() << bad.name << ": expected a DeviceError";
+    } catch (const DeviceError& e) {
+      EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_descriptor)) << bad.name;
+      EXPECT_EQ(e.record().detail, static_cast<std::uint32_t>(bad.field)) << bad.name << ": " << e.what();
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/session.hpp"
+#include "tests/common/bad_descriptors.hpp"
 #include "tests/common/counting_graphs.hpp"
 #include "tests/common/run_checks.hpp"
 
@@ -325,6 +326,19 @@ TEST(CpuExecutor, CorruptStaticListIsAnErrorNotACrash) {
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_descriptor));
   EXPECT_EQ(e->record().tile, 12345u);
+}
+
+// The descriptor checks both executors share (tests/common/bad_descriptors.hpp; the GPU suite runs the same list).
+TEST(CpuExecutor, EveryBadDescriptorIsNamed) {
+  for (const testing::BadDescriptor& bad : testing::bad_descriptors()) {
+    const std::optional<DeviceError> e = run_expecting_device_error(bad.make(3, 256));
+    ASSERT_TRUE(e.has_value()) << bad.name;
+    EXPECT_EQ(e->record().code, static_cast<std::uint32_t>(program::ErrorCode::bad_descriptor)) << bad.name;
+    EXPECT_EQ(e->record().detail, static_cast<std::uint32_t>(bad.field)) << bad.name;
+    EXPECT_NE(std::string(e->what()).find(program::kDescriptorFieldNames[static_cast<std::uint32_t>(bad.field)]),
+              std::string::npos)
+        << bad.name << ": " << e->what();
+  }
 }
 
 TEST(CpuExecutor, RepeatedRunsNeedNoReset) {
