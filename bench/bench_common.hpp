@@ -26,7 +26,8 @@ struct Stat {
 
 inline Stat stat_of(std::vector<double> v) {
   Stat s;
-  if (v.empty()) return s;
+  if (v.empty())
+    return s;
   std::sort(v.begin(), v.end());
   s.n = static_cast<int>(v.size());
   s.median = s.n % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -39,7 +40,8 @@ inline Stat stat_of(std::vector<double> v) {
 // nothing: the benchmark then exits 0 with nothing measured.
 inline std::optional<DeviceInfo> gpu_to_measure(const char* program) {
   DeviceInfo gpu = probe_gpu();
-  if (gpu.available && gpu_backend_built()) return gpu;
+  if (gpu.available && gpu_backend_built())
+    return gpu;
   std::printf("%s: no GPU (%s): nothing to measure\n", program, gpu.reason.c_str());
   return std::nullopt;
 }
@@ -47,7 +49,8 @@ inline std::optional<DeviceInfo> gpu_to_measure(const char* program) {
 // Median milliseconds of `reps` timed runs of a session after 3 warm-up runs (traced when `trace`).
 inline double median_run_ms(Session& s, int reps, bool trace = false) {
   std::vector<double> ms;
-  for (const RunResult& r : s.time(3, reps, trace)) ms.push_back(r.elapsed_ms);
+  for (const RunResult& r : s.time(3, reps, trace))
+    ms.push_back(r.elapsed_ms);
   return stat_of(ms).median;
 }
 
@@ -58,9 +61,12 @@ struct Args {
   static Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
-      if (!std::strcmp(argv[i], "--json") && i + 1 < argc) a.json_path = argv[++i];
-      else if (!std::strcmp(argv[i], "--quick")) a.quick = true;
-      else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) a.only = argv[++i];
+      if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+        a.json_path = argv[++i];
+      else if (!std::strcmp(argv[i], "--quick"))
+        a.quick = true;
+      else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
+        a.only = argv[++i];
       else {
         std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only SECTION]\n", argv[0]);
         std::exit(2);
@@ -78,7 +84,8 @@ public:
   void add(nlohmann::json row) { rows_.push_back(std::move(row)); }
   const nlohmann::json& rows() const { return rows_; }
   void write(const std::string& path) const {
-    if (path.empty()) return;
+    if (path.empty())
+      return;
     char date[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

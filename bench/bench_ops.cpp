@@ -32,7 +32,8 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
   if (check) {
     const CheckReport c = s.check();
     t.check = c.summary();
-    if (!c.passed) throw std::runtime_error("check failed before timing: " + c.summary());
+    if (!c.passed)
+      throw std::runtime_error("check failed before timing: " + c.summary());
   }
   t.ms = median_run_ms(s, reps);
   return t;
@@ -44,7 +45,8 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
   const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_ops");
-  if (!gpu) return 0;
+  if (!gpu)
+    return 0;
   Report report("ops", gpu->describe());
   const long long n = args.quick ? (1LL << 26) : (1LL << 28);
   const int reps = args.quick ? 5 : 10;
@@ -54,8 +56,14 @@ int main(int argc, char** argv) {
     const double tbs = bytes / (ms * 1e-3) / 1e12;
     fmt::print("{:<22} {:<18} {:<22} {:>10.3f} {:>9.3f} {:>9}\n", op, shape, impl, ms, tbs,
                cub_ms > 0 ? fmt::format("{:.2f}x", cub_ms / ms) : "");
-    report.add({{"op", op}, {"shape", shape}, {"impl", impl}, {"ms", ms}, {"tb_per_s", tbs}, {"bytes", bytes},
-                {"speedup_vs_cub", cub_ms > 0 ? cub_ms / ms : 0.0}, {"check", check}});
+    report.add({{"op", op},
+                {"shape", shape},
+                {"impl", impl},
+                {"ms", ms},
+                {"tb_per_s", tbs},
+                {"bytes", bytes},
+                {"speedup_vs_cub", cub_ms > 0 ? cub_ms / ms : 0.0},
+                {"check", check}});
   };
   const std::string vec = fmt::format("2^{}", n == (1LL << 28) ? 28 : 26);
 
@@ -86,7 +94,8 @@ int main(int argc, char** argv) {
     // else from L2. The default policy is TilePolicy{}.scan_chunks_per_tile.
     for (auto [threads, bps] : {std::pair{256u, 2u}, std::pair{512u, 1u}})
       for (std::uint32_t chunks : {1u, 4u, 8u, 16u}) {
-        if (threads == 512 && chunks != 4 && chunks != 8) continue;
+        if (threads == 512 && chunks != 4 && chunks != 8)
+          continue;
         TilePolicy tiles;
         tiles.scan_chunks_per_tile = chunks;
         const Timed t = time_graph(h, threads, bps, reps, true, tiles);
@@ -151,7 +160,8 @@ int main(int argc, char** argv) {
   }
   // Softmax rows (no CUB equivalent: torch in bench/torch_baselines.py).
   for (long long cols : {1024LL, 4096LL, 8192LL, 32768LL}) {
-    if (!args.runs("softmax")) break;
+    if (!args.runs("softmax"))
+      break;
     const long long rows = n / cols;
     Graph g("softmax");
     g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-4, 4, 4});

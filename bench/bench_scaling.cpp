@@ -24,7 +24,8 @@ Graph reduces(std::int64_t tasks, bool chained) {
   for (std::int64_t i = 0; i < tasks; ++i) {
     Task& t = g.reduce(fmt::format("t{}", i), ViewSpec::range("x", i * kTaskElements, kTaskElements),
                        ViewSpec::range("r", i, 1), ReduceFn::sum);
-    if (chained && i > 0) t.after.push_back(fmt::format("t{}", i - 1));
+    if (chained && i > 0)
+      t.after.push_back(fmt::format("t{}", i - 1));
   }
   return g;
 }
@@ -34,14 +35,17 @@ Graph reduces(std::int64_t tasks, bool chained) {
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
   const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_scaling");
-  if (!gpu) return 0;
+  if (!gpu)
+    return 0;
   Report report("scaling", gpu->describe());
   const int reps = args.quick ? 5 : 10;
   fmt::print("{:<12} {:>7} {:>6} {:<26} {:>10} {:>10}\n", "graph", "tasks", "bps", "executor", "ms/run", "us/task");
   for (bool chained : {false, true})
     for (std::int64_t tasks : {10LL, 100LL, 1000LL, 10000LL, 100000LL}) {
-      if (chained && tasks > 10000) continue; // a 100k-long chain is 100k serial hops: minutes of device time
-      if (args.quick && tasks > 10000) continue;
+      if (chained && tasks > 10000)
+        continue; // a 100k-long chain is 100k serial hops: minutes of device time
+      if (args.quick && tasks > 10000)
+        continue;
       const Graph g = reduces(tasks, chained);
       for (std::uint32_t bps : {1u, 2u}) { // 128 registers per thread: at most 2 blocks of 256 threads per SM
         SessionOptions o;
@@ -57,8 +61,12 @@ int main(int argc, char** argv) {
         auto print = [&](const std::string& executor, double med) {
           fmt::print("{:<12} {:>7} {:>6} {:<26} {:>10.4f} {:>10.4f}\n", chained ? "chain" : "independent", tasks, bps,
                      executor, med, med * 1e3 / static_cast<double>(tasks));
-          report.add({{"graph", chained ? "chain" : "independent"}, {"tasks", tasks}, {"blocks_per_sm", bps},
-                      {"executor", executor}, {"ms_per_run", med}, {"us_per_task", med * 1e3 / static_cast<double>(tasks)}});
+          report.add({{"graph", chained ? "chain" : "independent"},
+                      {"tasks", tasks},
+                      {"blocks_per_sm", bps},
+                      {"executor", executor},
+                      {"ms_per_run", med},
+                      {"us_per_task", med * 1e3 / static_cast<double>(tasks)}});
         };
         print("gridflow flags dynamic", median_run_ms(s, reps));
         if (bps == 2 && tasks <= 10000) {

@@ -6,7 +6,8 @@
 int main(int argc, char** argv) {
   const auto args = gridflow::bench::Args::parse(argc, argv);
   gridflow::bench::Report report("sync", gridflow::probe_gpu().describe());
-  for (auto& row : gridflow::bench::run_sync_bench(args.quick)) report.add(row);
+  for (auto& row : gridflow::bench::run_sync_bench(args.quick))
+    report.add(row);
   report.write(args.json_path);
   return 0;
 }

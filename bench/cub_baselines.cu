@@ -5,9 +5,9 @@
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
-#include <cub/device/device_select.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
+#include <cub/device/device_select.cuh>
 
 namespace gridflow::bench {
 namespace {
@@ -54,7 +54,9 @@ float* device_floats(long long n) {
   return p;
 }
 
-void free_device(void* p) { GRIDFLOW_CUDA_CHECK(cudaFree(p)); }
+void free_device(void* p) {
+  GRIDFLOW_CUDA_CHECK(cudaFree(p));
+}
 
 std::vector<double> time_cub_reduce_sum(const float* in, float* out, long long n, int warmup, int reps) {
   Temp t;
@@ -67,21 +69,25 @@ std::vector<double> time_cub_inclusive_sum(const float* in, float* out, long lon
   Temp t;
   GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, t.bytes, in, out, n));
   t.reserve();
-  return time_calls(warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(t.p, t.bytes, in, out, n)); });
+  return time_calls(warmup, reps,
+                    [&] { GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(t.p, t.bytes, in, out, n)); });
 }
 
 std::vector<double> time_cub_segmented_sum(const float* in, float* out, long long rows, long long cols, int warmup,
                                            int reps) {
   std::vector<int> h(static_cast<std::size_t>(rows + 1));
-  for (long long r = 0; r <= rows; ++r) h[static_cast<std::size_t>(r)] = static_cast<int>(r * cols);
+  for (long long r = 0; r <= rows; ++r)
+    h[static_cast<std::size_t>(r)] = static_cast<int>(r * cols);
   int* offsets = nullptr;
   GRIDFLOW_CUDA_CHECK(cudaMalloc(&offsets, h.size() * sizeof(int)));
   GRIDFLOW_CUDA_CHECK(cudaMemcpy(offsets, h.data(), h.size() * sizeof(int), cudaMemcpyHostToDevice));
   Temp t;
-  GRIDFLOW_CUDA_CHECK(cub::DeviceSegmentedReduce::Sum(nullptr, t.bytes, in, out, static_cast<int>(rows), offsets, offsets + 1));
+  GRIDFLOW_CUDA_CHECK(
+      cub::DeviceSegmentedReduce::Sum(nullptr, t.bytes, in, out, static_cast<int>(rows), offsets, offsets + 1));
   t.reserve();
   auto ms = time_calls(warmup, reps, [&] {
-    GRIDFLOW_CUDA_CHECK(cub::DeviceSegmentedReduce::Sum(t.p, t.bytes, in, out, static_cast<int>(rows), offsets, offsets + 1));
+    GRIDFLOW_CUDA_CHECK(
+        cub::DeviceSegmentedReduce::Sum(t.p, t.bytes, in, out, static_cast<int>(rows), offsets, offsets + 1));
   });
   GRIDFLOW_CUDA_CHECK(cudaFree(offsets));
   return ms;
@@ -94,8 +100,9 @@ std::vector<double> time_cub_select_gt(const float* in, float* out, long long n,
   Temp t;
   GRIDFLOW_CUDA_CHECK(cub::DeviceSelect::If(nullptr, t.bytes, in, out, count, n, GreaterThan{threshold}));
   t.reserve();
-  std::vector<double> ms = time_calls(
-      warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cub::DeviceSelect::If(t.p, t.bytes, in, out, count, n, GreaterThan{threshold})); });
+  std::vector<double> ms = time_calls(warmup, reps, [&] {
+    GRIDFLOW_CUDA_CHECK(cub::DeviceSelect::If(t.p, t.bytes, in, out, count, n, GreaterThan{threshold}));
+  });
   GRIDFLOW_CUDA_CHECK(cudaMemcpy(kept, count, sizeof(long long), cudaMemcpyDeviceToHost));
   GRIDFLOW_CUDA_CHECK(cudaFree(count));
   return ms;
@@ -134,9 +141,11 @@ std::vector<double> time_cub_select_gt(std::span<const float> x, float threshold
 std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int key_bits, int warmup, int reps) {
   const auto n = static_cast<long long>(keys.size());
   std::vector<std::int32_t> index(keys.size());
-  for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<std::int32_t>(i);
+  for (std::size_t i = 0; i < index.size(); ++i)
+    index[i] = static_cast<std::int32_t>(i);
   int *k_in = nullptr, *k_out = nullptr, *v_in = nullptr, *v_out = nullptr;
-  for (int** p : {&k_in, &k_out, &v_in, &v_out}) GRIDFLOW_CUDA_CHECK(cudaMalloc(p, keys.size() * sizeof(int) + 4));
+  for (int** p : {&k_in, &k_out, &v_in, &v_out})
+    GRIDFLOW_CUDA_CHECK(cudaMalloc(p, keys.size() * sizeof(int) + 4));
   GRIDFLOW_CUDA_CHECK(cudaMemcpy(k_in, keys.data(), keys.size() * sizeof(int), cudaMemcpyHostToDevice));
   GRIDFLOW_CUDA_CHECK(cudaMemcpy(v_in, index.data(), index.size() * sizeof(int), cudaMemcpyHostToDevice));
   Temp t;
@@ -145,7 +154,8 @@ std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int 
   std::vector<double> ms = time_calls(warmup, reps, [&] {
     GRIDFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(t.p, t.bytes, k_in, k_out, v_in, v_out, n, 0, key_bits));
   });
-  for (int* p : {k_in, k_out, v_in, v_out}) free_device(p);
+  for (int* p : {k_in, k_out, v_in, v_out})
+    free_device(p);
   return ms;
 }
 

@@ -38,12 +38,14 @@ struct DeviceBuffers {
       void* p = nullptr;
       const std::size_t bytes = std::max<std::size_t>(4, static_cast<std::size_t>(t.size()) * 4);
       GRIDFLOW_CUDA_CHECK(cudaMalloc(&p, bytes));
-      if (t.size() > 0) GRIDFLOW_CUDA_CHECK(cudaMemcpy(p, t.data(), static_cast<std::size_t>(t.size()) * 4, cudaMemcpyHostToDevice));
+      if (t.size() > 0)
+        GRIDFLOW_CUDA_CHECK(cudaMemcpy(p, t.data(), static_cast<std::size_t>(t.size()) * 4, cudaMemcpyHostToDevice));
       ptr.push_back(p);
     }
   }
   ~DeviceBuffers() {
-    for (void* p : ptr) GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFree(p));
+    for (void* p : ptr)
+      GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFree(p));
   }
   template <class T> T* at(std::uint32_t b, std::int64_t offset) const { return static_cast<T*>(ptr[b]) + offset; }
 };
@@ -69,7 +71,8 @@ void call(const CubStep& s, const DeviceBuffers& d, void* temp, std::size_t& byt
       GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, bytes, in, d.at<T>(s.out, s.out_offset), s.n, stream));
     break;
   case CubStep::Kind::scan_max:
-    GRIDFLOW_CUDA_CHECK(cub::DeviceScan::InclusiveScan(temp, bytes, in, d.at<T>(s.out, s.out_offset), MaxOp{}, s.n, stream));
+    GRIDFLOW_CUDA_CHECK(
+        cub::DeviceScan::InclusiveScan(temp, bytes, in, d.at<T>(s.out, s.out_offset), MaxOp{}, s.n, stream));
     break;
   case CubStep::Kind::row_sum: {
     const auto offsets = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), RowOffset{s.cols});
@@ -79,21 +82,23 @@ void call(const CubStep& s, const DeviceBuffers& d, void* temp, std::size_t& byt
   }
   case CubStep::Kind::histogram:
     if constexpr (std::is_same_v<T, std::int32_t>)
-      GRIDFLOW_CUDA_CHECK(cub::DeviceHistogram::HistogramEven(temp, bytes, in, d.at<int>(s.out, s.out_offset), s.bins + 1,
-                                                              0, s.bins, s.n, stream));
+      GRIDFLOW_CUDA_CHECK(cub::DeviceHistogram::HistogramEven(temp, bytes, in, d.at<int>(s.out, s.out_offset),
+                                                              s.bins + 1, 0, s.bins, s.n, stream));
     break;
   case CubStep::Kind::select: {
     const Keep<T> keep{s.cmp, static_cast<T>(s.threshold)};
-    GRIDFLOW_CUDA_CHECK(cub::DeviceSelect::If(temp, bytes, in, d.at<T>(s.out, s.out_offset), d.at<int>(s.aux, s.aux_offset),
-                                              s.n, keep, stream));
+    GRIDFLOW_CUDA_CHECK(cub::DeviceSelect::If(temp, bytes, in, d.at<T>(s.out, s.out_offset),
+                                              d.at<int>(s.aux, s.aux_offset), s.n, keep, stream));
     break;
   }
   }
 }
 
 void call_step(const CubStep& s, const DeviceBuffers& d, void* temp, std::size_t& bytes, cudaStream_t stream) {
-  if (s.dtype == DType::i32) call<std::int32_t>(s, d, temp, bytes, stream);
-  else call<float>(s, d, temp, bytes, stream);
+  if (s.dtype == DType::i32)
+    call<std::int32_t>(s, d, temp, bytes, stream);
+  else
+    call<float>(s, d, temp, bytes, stream);
 }
 
 } // namespace
@@ -107,7 +112,8 @@ std::vector<double> time_cub_steps(const std::vector<CubStep>& steps, const std:
     temp[i].reserve();
   }
   return time_calls(warmup, reps, [&] {
-    for (std::size_t i = 0; i < steps.size(); ++i) call_step(steps[i], d, temp[i].p, temp[i].bytes, nullptr);
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      call_step(steps[i], d, temp[i].p, temp[i].bytes, nullptr);
   });
 }
 

@@ -18,15 +18,15 @@ namespace gridflow::bench {
 struct CubStep {
   enum class Kind { reduce_sum, reduce_max, reduce_min, scan_sum, scan_max, row_sum, histogram, select };
   Kind kind = Kind::reduce_sum;
-  bool exclusive = false;     // scan_sum only (an exclusive max scan has no CUB shorthand: not offered)
-  DType dtype = DType::f32;   // input element type
+  bool exclusive = false;                 // scan_sum only (an exclusive max scan has no CUB shorthand: not offered)
+  DType dtype = DType::f32;               // input element type
   std::uint32_t in = 0, out = 0, aux = 0; // buffer indices
   std::int64_t in_offset = 0, out_offset = 0, aux_offset = 0;
-  std::int64_t n = 0;         // input elements
+  std::int64_t n = 0;              // input elements
   std::int64_t rows = 0, cols = 0; // row_sum
-  std::int32_t bins = 0;      // histogram
-  CmpFn cmp = CmpFn::gt;      // select
-  double threshold = 0;       // select
+  std::int32_t bins = 0;           // histogram
+  CmpFn cmp = CmpFn::gt;           // select
+  double threshold = 0;            // select
 };
 
 // Times the steps (CUDA events around the whole sequence) after `warmup` untimed runs; buffers start from

@@ -50,10 +50,13 @@ std::optional<std::vector<CubStep>> cub_steps_for(const Graph& g, const Analysis
       s.threshold = t.threshold;
       break;
     case OpKind::softmax:
-    case OpKind::scatter: ok = false; break;
+    case OpKind::scatter:
+      ok = false;
+      break;
     }
     if (!ok) {
-      if (why_not) *why_not = fmt::format("CUB has no single call for task '{}' ({})", t.name, to_string(t.op));
+      if (why_not)
+        *why_not = fmt::format("CUB has no single call for task '{}' ({})", t.name, to_string(t.op));
       return std::nullopt;
     }
     steps.push_back(s);
@@ -64,7 +67,8 @@ std::optional<std::vector<CubStep>> cub_steps_for(const Graph& g, const Analysis
 std::optional<ExternalBaseline> cub_pipeline_baseline(const Graph& graph, std::string* why_not) {
   const Analysis a = analyze(graph);
   std::optional<std::vector<CubStep>> steps = cub_steps_for(graph, a, why_not);
-  if (!steps) return std::nullopt;
+  if (!steps)
+    return std::nullopt;
   return ExternalBaseline{"CUB, one call per task",
                           [steps = std::move(*steps)](const std::vector<HostTensor>& initial, int warmup, int reps) {
                             return time_cub_steps(steps, initial, warmup, reps);

@@ -23,7 +23,8 @@ template <class Call> std::vector<double> time_calls(int warmup, int reps, Call 
     GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;
     GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    if (r >= warmup) ms.push_back(t);
+    if (r >= warmup)
+      ms.push_back(t);
   }
   GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
   GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));

@@ -34,7 +34,8 @@ inline LoweredProgram noop_program(std::uint32_t tasks, bool chain, SyncMode mod
     p.task_names.push_back("noop" + std::to_string(i));
   }
   if (chain) {
-    for (std::uint32_t i = 0; i <= tasks; ++i) p.level_begin.push_back(i);
+    for (std::uint32_t i = 0; i <= tasks; ++i)
+      p.level_begin.push_back(i);
   } else {
     p.level_begin = {0, tasks};
   }

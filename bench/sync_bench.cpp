@@ -22,7 +22,8 @@ nlohmann::json run_sync_bench(bool quick) {
   Args args;
   args.quick = quick;
   const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow bench sync");
-  if (!gpu) return nlohmann::json::array();
+  if (!gpu)
+    return nlohmann::json::array();
   Report report("sync", gpu->describe());
   const int sms = gpu->sm_count;
   const int reps = args.quick ? 3 : 7;
@@ -34,15 +35,20 @@ nlohmann::json run_sync_bench(bool quick) {
   for (int threads : {128, 256, 1024}) {
     const int max_bps = barrier_max_blocks_per_sm(threads);
     for (int bps : {1, 2, 4, 8}) {
-      if (bps > max_bps) continue;
+      if (bps > max_bps)
+        continue;
       const int blocks = bps * sms;
       double us[3];
       for (int k = 0; k < 3; ++k) {
         const double t1 = time_barrier_loop(static_cast<BarrierKind>(k), blocks, threads, 100, reps);
         const double t2 = time_barrier_loop(static_cast<BarrierKind>(k), blocks, threads, 1100, reps);
         us[k] = (t2 - t1) * 1e3 / 1000.0;
-        report.add({{"what", "grid_barrier"}, {"kind", names[k]}, {"threads", threads}, {"blocks_per_sm", bps},
-                    {"blocks", blocks}, {"us_per_barrier", us[k]}});
+        report.add({{"what", "grid_barrier"},
+                    {"kind", names[k]},
+                    {"threads", threads},
+                    {"blocks_per_sm", bps},
+                    {"blocks", blocks},
+                    {"us_per_barrier", us[k]}});
       }
       fmt::print("{:>8} {:>8} {:>7} {:>10.3f} {:>10.3f} {:>14.3f} {:>10.2f}\n", threads, bps, blocks, us[0], us[1],
                  us[2], std::min(us[1], us[2]) / us[0]);
@@ -55,9 +61,11 @@ nlohmann::json run_sync_bench(bool quick) {
     const double t1 = time_pingpong(1000, sentinel, reps, smids);
     const double t2 = time_pingpong(5000, sentinel, reps, smids);
     const double hop = (t2 - t1) * 1e3 / (2.0 * 4000);
-    fmt::print("{:<28} {:8.3f} us   (SMs {} and {})\n", sentinel ? "data-as-flag (sentinel)" : "release/acquire flag", hop,
-               smids[0], smids[1]);
-    report.add({{"what", "handoff"}, {"kind", sentinel ? "sentinel" : "flag"}, {"us_per_hop", hop},
+    fmt::print("{:<28} {:8.3f} us   (SMs {} and {})\n", sentinel ? "data-as-flag (sentinel)" : "release/acquire flag",
+               hop, smids[0], smids[1]);
+    report.add({{"what", "handoff"},
+                {"kind", sentinel ? "sentinel" : "flag"},
+                {"us_per_hop", hop},
                 {"smids", {smids[0], smids[1]}}});
   }
 
@@ -78,15 +86,20 @@ nlohmann::json run_sync_bench(bool quick) {
       std::vector<double> ms;
       for (int r = 0; r < reps + 1; ++r) {
         const double t = ex->run().elapsed_ms;
-        if (r) ms.push_back(t);
+        if (r)
+          ms.push_back(t);
       }
       const double med = stat_of(ms).median;
       const double mtps = n_indep / med / 1e3;
       fmt::print("{:<34} {:>6} {:>10} {:>12.3f} {:>10.1f} M/s\n",
                  fmt::format("independent, claim{}", mode == SyncMode::flags ? " + signal" : " only"), bps, n_indep,
                  med, mtps);
-      report.add({{"what", "empty_tasks_independent"}, {"mode", to_string(mode)}, {"blocks_per_sm", bps},
-                  {"tasks", n_indep}, {"ms", med}, {"mtasks_per_s", mtps}});
+      report.add({{"what", "empty_tasks_independent"},
+                  {"mode", to_string(mode)},
+                  {"blocks_per_sm", bps},
+                  {"tasks", n_indep},
+                  {"ms", med},
+                  {"mtasks_per_s", mtps}});
     }
     const std::uint32_t n_chain = 4000;
     for (SyncMode mode : {SyncMode::flags, SyncMode::barrier, SyncMode::grid_sync}) {
@@ -94,13 +107,17 @@ nlohmann::json run_sync_bench(bool quick) {
       std::vector<double> ms;
       for (int r = 0; r < reps + 1; ++r) {
         const double t = ex->run().elapsed_ms;
-        if (r) ms.push_back(t);
+        if (r)
+          ms.push_back(t);
       }
       const double us = stat_of(ms).median * 1e3 / n_chain;
-      fmt::print("{:<34} {:>6} {:>10} {:>12.3f} {:>10.3f} us/task\n", fmt::format("dependent chain, {}", to_string(mode)),
-                 bps, n_chain, stat_of(ms).median, us);
-      report.add({{"what", "empty_tasks_chain"}, {"mode", to_string(mode)}, {"blocks_per_sm", bps},
-                  {"tasks", n_chain}, {"us_per_task", us}});
+      fmt::print("{:<34} {:>6} {:>10} {:>12.3f} {:>10.3f} us/task\n",
+                 fmt::format("dependent chain, {}", to_string(mode)), bps, n_chain, stat_of(ms).median, us);
+      report.add({{"what", "empty_tasks_chain"},
+                  {"mode", to_string(mode)},
+                  {"blocks_per_sm", bps},
+                  {"tasks", n_chain},
+                  {"us_per_task", us}});
     }
   }
   return report.rows();

@@ -15,7 +15,9 @@ constexpr int kLineWords = 16; // uint64 words per 128-byte line
 constexpr std::uint64_t kTimeoutNs = 2'000'000'000ull;
 
 // Layout of `words`: [0] control block (2 lines), line 2: global counter, line 3: SMs used, line 4 + s: SM s.
-__device__ std::uint64_t* line(std::uint64_t* words, int i) { return words + kLineWords * i; }
+__device__ std::uint64_t* line(std::uint64_t* words, int i) {
+  return words + kLineWords * i;
+}
 
 __device__ std::uint32_t smid() {
   std::uint32_t id;
@@ -50,7 +52,8 @@ __global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters) {
         protocol::barrier_arrive(global);
         protocol::barrier_wait(site, global, static_cast<std::uint64_t>(i), gridDim.x);
       } else {
-        if (protocol::arrive_is_last(mine, blocks_on_sm * static_cast<std::uint64_t>(i))) protocol::barrier_arrive(global);
+        if (protocol::arrive_is_last(mine, blocks_on_sm * static_cast<std::uint64_t>(i)))
+          protocol::barrier_arrive(global);
         protocol::barrier_wait(site, global, static_cast<std::uint64_t>(i), static_cast<std::uint32_t>(sms_used));
       }
     }
@@ -59,8 +62,10 @@ __global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters) {
 }
 
 __global__ void pingpong_kernel(std::uint64_t* words, int rounds, int sentinel, int* smids) {
-  if (blockIdx.x > 1) return;
-  if (threadIdx.x != 0) return;
+  if (blockIdx.x > 1)
+    return;
+  if (threadIdx.x != 0)
+    return;
   smids[blockIdx.x] = static_cast<int>(smid());
   auto* control = reinterpret_cast<program::ControlBlock*>(words);
   const protocol::WaitSite site{control, kTimeoutNs, blockIdx.x, 0, 0};
@@ -83,7 +88,8 @@ __global__ void pingpong_kernel(std::uint64_t* words, int rounds, int sentinel, 
       std::uint64_t* in = first ? b : a;
       std::uint64_t* out = first ? a : b;
       const std::uint64_t want = first ? k : k + 1;
-      if (want > 0 && !protocol::wait_counter(site, {program::WaitKind::task_counter, 0, 0, want}, in)) return;
+      if (want > 0 && !protocol::wait_counter(site, {program::WaitKind::task_counter, 0, 0, want}, in))
+        return;
       protocol::signal_counter(out);
     }
   }
@@ -93,7 +99,8 @@ __global__ void empty_kernel() {}
 
 std::uint64_t* scratch_words() {
   static std::uint64_t* words = nullptr;
-  if (!words) GRIDFLOW_CUDA_CHECK(cudaMalloc(&words, 4096 * 128));
+  if (!words)
+    GRIDFLOW_CUDA_CHECK(cudaMalloc(&words, 4096 * 128));
   return words;
 }
 
@@ -116,7 +123,8 @@ template <class Launch> double time_median(int reps, Launch launch) {
     GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
     float t = 0;
     GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    if (r > 0) ms.push_back(t);
+    if (r > 0)
+      ms.push_back(t);
   }
   GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
   GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));

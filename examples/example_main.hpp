@@ -43,8 +43,8 @@ inline int run_example(const Graph& graph, int argc, char** argv, std::vector<Ex
       break;
     }
   if (!r.all_checked || !r.all_match) {
-    fmt::print("FAILED: {}\n", !r.all_checked ? "a configuration failed its reference check"
-                                               : "configurations disagree bit for bit");
+    fmt::print("FAILED: {}\n",
+               !r.all_checked ? "a configuration failed its reference check" : "configurations disagree bit for bit");
     return 1;
   }
   return 0;

@@ -30,18 +30,20 @@ int main(int argc, char** argv) {
 
   std::vector<ExternalBaseline> external;
 #if defined(GRIDFLOW_HAS_CUDA)
-  external.push_back({"cub::DeviceRadixSort (grouping)", [](const std::vector<HostTensor>& initial, int warmup, int reps) {
-                        // The expert of each token from the initial logits (argmax, first maximum), then the sort.
-                        const std::span<const float> logits = initial[0].f32();
-                        std::vector<std::int32_t> expert(tokens);
-                        for (std::int64_t t = 0; t < tokens; ++t) {
-                          std::int64_t best = 0;
-                          for (std::int64_t e = 1; e < experts; ++e)
-                            if (logits[t * experts + e] > logits[t * experts + best]) best = e;
-                          expert[t] = static_cast<std::int32_t>(best);
-                        }
-                        return bench::time_cub_sort_pairs(expert, 6, warmup, reps);
-                      }});
+  external.push_back(
+      {"cub::DeviceRadixSort (grouping)", [](const std::vector<HostTensor>& initial, int warmup, int reps) {
+         // The expert of each token from the initial logits (argmax, first maximum), then the sort.
+         const std::span<const float> logits = initial[0].f32();
+         std::vector<std::int32_t> expert(tokens);
+         for (std::int64_t t = 0; t < tokens; ++t) {
+           std::int64_t best = 0;
+           for (std::int64_t e = 1; e < experts; ++e)
+             if (logits[t * experts + e] > logits[t * experts + best])
+               best = e;
+           expert[t] = static_cast<std::int32_t>(best);
+         }
+         return bench::time_cub_sort_pairs(expert, 6, warmup, reps);
+       }});
 #endif
   return examples::run_example(g, argc, argv, std::move(external));
 }

@@ -25,12 +25,18 @@ inline constexpr std::int64_t kCountingMinTile = 4096;  // smallest histogram / 
 
 template <class T> GRIDFLOW_HOST_DEVICE bool select_keep(CmpFn cmp, T x, T threshold) {
   switch (cmp) {
-  case CmpFn::gt: return x > threshold;
-  case CmpFn::ge: return x >= threshold;
-  case CmpFn::lt: return x < threshold;
-  case CmpFn::le: return x <= threshold;
-  case CmpFn::eq: return x == threshold;
-  case CmpFn::ne: return x != threshold;
+  case CmpFn::gt:
+    return x > threshold;
+  case CmpFn::ge:
+    return x >= threshold;
+  case CmpFn::lt:
+    return x < threshold;
+  case CmpFn::le:
+    return x <= threshold;
+  case CmpFn::eq:
+    return x == threshold;
+  case CmpFn::ne:
+    return x != threshold;
   }
   return false;
 }

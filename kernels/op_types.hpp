@@ -24,7 +24,9 @@ enum class ScanFn : std::uint32_t { sum = 0, max = 1 };
 // Whether an op treats its view as one range (`all`) or row by row (`row`).
 enum class Axis : std::uint32_t { all = 0, row = 1 };
 
-constexpr std::size_t dtype_size(DType) { return 4; }
+constexpr std::size_t dtype_size(DType) {
+  return 4;
+}
 
 std::string_view to_string(DType);
 std::string_view to_string(OpKind);

@@ -12,13 +12,16 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Two's-complement wrap of an int64 running sum to int32, as the device's 32-bit adds produce.
-std::int32_t wrap_i32(std::int64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); }
+std::int32_t wrap_i32(std::int64_t v) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+}
 
 // Index of the first maximum, -1 for an empty range.
 template <class T> Expected first_argmax(std::span<const T> x) {
   std::int64_t best = -1;
   for (std::size_t i = 0; i < x.size(); ++i)
-    if (best < 0 || x[i] > x[static_cast<std::size_t>(best)]) best = static_cast<std::int64_t>(i);
+    if (best < 0 || x[i] > x[static_cast<std::size_t>(best)])
+      best = static_cast<std::int64_t>(i);
   return {static_cast<double>(best), 0.0};
 }
 
@@ -26,20 +29,28 @@ template <class T> Expected first_argmax(std::span<const T> x) {
 
 double identity_f32(ReduceFn fn) {
   switch (fn) {
-  case ReduceFn::sum: return 0.0;
-  case ReduceFn::max: return -kInf;
-  case ReduceFn::min: return kInf;
-  case ReduceFn::argmax: return -1.0;
+  case ReduceFn::sum:
+    return 0.0;
+  case ReduceFn::max:
+    return -kInf;
+  case ReduceFn::min:
+    return kInf;
+  case ReduceFn::argmax:
+    return -1.0;
   }
   return 0.0;
 }
 
 std::int32_t identity_i32(ReduceFn fn) {
   switch (fn) {
-  case ReduceFn::sum: return 0;
-  case ReduceFn::max: return std::numeric_limits<std::int32_t>::min();
-  case ReduceFn::min: return std::numeric_limits<std::int32_t>::max();
-  case ReduceFn::argmax: return -1;
+  case ReduceFn::sum:
+    return 0;
+  case ReduceFn::max:
+    return std::numeric_limits<std::int32_t>::min();
+  case ReduceFn::min:
+    return std::numeric_limits<std::int32_t>::max();
+  case ReduceFn::argmax:
+    return -1;
   }
   return 0;
 }
@@ -56,15 +67,18 @@ Expected reduce(ReduceFn fn, std::span<const float> x) {
   }
   case ReduceFn::max: {
     double m = -kInf;
-    for (float v : x) m = std::max(m, static_cast<double>(v));
+    for (float v : x)
+      m = std::max(m, static_cast<double>(v));
     return {m, 0.0};
   }
   case ReduceFn::min: {
     double m = kInf;
-    for (float v : x) m = std::min(m, static_cast<double>(v));
+    for (float v : x)
+      m = std::min(m, static_cast<double>(v));
     return {m, 0.0};
   }
-  case ReduceFn::argmax: return first_argmax(x);
+  case ReduceFn::argmax:
+    return first_argmax(x);
   }
   return {};
 }
@@ -73,20 +87,24 @@ Expected reduce(ReduceFn fn, std::span<const std::int32_t> x) {
   switch (fn) {
   case ReduceFn::sum: {
     std::int64_t s = 0;
-    for (std::int32_t v : x) s += v;
+    for (std::int32_t v : x)
+      s += v;
     return {static_cast<double>(wrap_i32(s)), 0.0};
   }
   case ReduceFn::max: {
     std::int32_t m = identity_i32(fn);
-    for (std::int32_t v : x) m = std::max(m, v);
+    for (std::int32_t v : x)
+      m = std::max(m, v);
     return {static_cast<double>(m), 0.0};
   }
   case ReduceFn::min: {
     std::int32_t m = identity_i32(fn);
-    for (std::int32_t v : x) m = std::min(m, v);
+    for (std::int32_t v : x)
+      m = std::min(m, v);
     return {static_cast<double>(m), 0.0};
   }
-  case ReduceFn::argmax: return first_argmax(x);
+  case ReduceFn::argmax:
+    return first_argmax(x);
   }
   return {};
 }
@@ -95,28 +113,34 @@ void scan(ScanFn fn, bool exclusive, std::span<const float> x, std::span<Expecte
   double running = identity_f32(fn), mag = 0.0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double v = x[i];
-    if (exclusive) out[i] = {running, fn == ScanFn::sum ? mag : 0.0};
+    if (exclusive)
+      out[i] = {running, fn == ScanFn::sum ? mag : 0.0};
     running = fn == ScanFn::sum ? running + v : std::max(running, v);
     mag += std::fabs(v);
-    if (!exclusive) out[i] = {running, fn == ScanFn::sum ? mag : 0.0};
+    if (!exclusive)
+      out[i] = {running, fn == ScanFn::sum ? mag : 0.0};
   }
 }
 
 void scan(ScanFn fn, bool exclusive, std::span<const std::int32_t> x, std::span<Expected> out) {
   std::int64_t running = identity_i32(fn);
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (exclusive) out[i] = {static_cast<double>(wrap_i32(running)), 0.0};
-    running = fn == ScanFn::sum ? static_cast<std::int64_t>(wrap_i32(running + x[i]))
-                                : std::max<std::int64_t>(running, x[i]);
-    if (!exclusive) out[i] = {static_cast<double>(wrap_i32(running)), 0.0};
+    if (exclusive)
+      out[i] = {static_cast<double>(wrap_i32(running)), 0.0};
+    running =
+        fn == ScanFn::sum ? static_cast<std::int64_t>(wrap_i32(running + x[i])) : std::max<std::int64_t>(running, x[i]);
+    if (!exclusive)
+      out[i] = {static_cast<double>(wrap_i32(running)), 0.0};
   }
 }
 
 void softmax(std::span<const float> row, bool log, std::span<Expected> out) {
   double m = -kInf;
-  for (float v : row) m = std::max(m, static_cast<double>(v));
+  for (float v : row)
+    m = std::max(m, static_cast<double>(v));
   double s = 0.0;
-  for (float v : row) s += std::exp(static_cast<double>(v) - m);
+  for (float v : row)
+    s += std::exp(static_cast<double>(v) - m);
   const double log_s = std::log(s);
   double max_y = 0.0;
   for (std::size_t i = 0; i < row.size(); ++i) {
@@ -133,7 +157,8 @@ void softmax(std::span<const float> row, bool log, std::span<Expected> out) {
   if (!log) {
     // Relative to each probability, with a floor of 1e-6 of the row's largest (tiny probabilities come from
     // exp of large negative arguments, where a fast exp loses relative accuracy).
-    for (Expected& e : out) e.scale = e.value + 1e-6 * max_y;
+    for (Expected& e : out)
+      e.scale = e.value + 1e-6 * max_y;
   }
 }
 
@@ -141,14 +166,16 @@ void histogram(std::span<const std::int32_t> keys, std::span<std::int32_t> count
   std::fill(counts.begin(), counts.end(), 0);
   const auto bins = static_cast<std::int64_t>(counts.size());
   for (const std::int32_t k : keys)
-    if (k >= 0 && k < bins) ++counts[static_cast<std::size_t>(k)];
+    if (k >= 0 && k < bins)
+      ++counts[static_cast<std::size_t>(k)];
 }
 
 namespace {
 template <class T> std::int64_t select_impl(CmpFn cmp, std::span<const T> x, T threshold, std::span<T> out) {
   std::int64_t count = 0;
   for (const T v : x)
-    if (kernels::select_keep(cmp, v, threshold)) out[static_cast<std::size_t>(count++)] = v;
+    if (kernels::select_keep(cmp, v, threshold))
+      out[static_cast<std::size_t>(count++)] = v;
   return count;
 }
 } // namespace
@@ -161,22 +188,30 @@ std::int64_t select(CmpFn cmp, std::span<const std::int32_t> x, std::int32_t thr
 }
 
 double tolerance(OpKind op, DType dtype, ReduceFn rfn, ScanFn sfn) {
-  if (dtype == DType::i32) return 0.0;
+  if (dtype == DType::i32)
+    return 0.0;
   switch (op) {
-  case OpKind::reduce: return rfn == ReduceFn::sum ? 1e-5 : 0.0;
-  case OpKind::scan: return sfn == ScanFn::sum ? 1e-5 : 0.0;
-  case OpKind::softmax: return 1e-5;
+  case OpKind::reduce:
+    return rfn == ReduceFn::sum ? 1e-5 : 0.0;
+  case OpKind::scan:
+    return sfn == ScanFn::sum ? 1e-5 : 0.0;
+  case OpKind::softmax:
+    return 1e-5;
   case OpKind::histogram:
   case OpKind::scatter:
-  case OpKind::select: return 0.0; // exact: counts, indices and copies
+  case OpKind::select:
+    return 0.0; // exact: counts, indices and copies
   }
   return 0.0;
 }
 
 double scaled_error(double out, const Expected& e) {
-  if (std::isnan(out)) return std::isnan(e.value) ? 0.0 : std::numeric_limits<double>::infinity();
-  if (out == e.value) return 0.0;
-  if (e.scale <= 0.0) return std::numeric_limits<double>::infinity();
+  if (std::isnan(out))
+    return std::isnan(e.value) ? 0.0 : std::numeric_limits<double>::infinity();
+  if (out == e.value)
+    return 0.0;
+  if (e.scale <= 0.0)
+    return std::numeric_limits<double>::infinity();
   return std::fabs(out - e.value) / e.scale;
 }
 

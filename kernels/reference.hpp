@@ -24,8 +24,12 @@ struct Expected {
 // exclusive scan). argmax of an empty range is -1.
 double identity_f32(ReduceFn);
 std::int32_t identity_i32(ReduceFn);
-inline double identity_f32(ScanFn fn) { return identity_f32(fn == ScanFn::sum ? ReduceFn::sum : ReduceFn::max); }
-inline std::int32_t identity_i32(ScanFn fn) { return identity_i32(fn == ScanFn::sum ? ReduceFn::sum : ReduceFn::max); }
+inline double identity_f32(ScanFn fn) {
+  return identity_f32(fn == ScanFn::sum ? ReduceFn::sum : ReduceFn::max);
+}
+inline std::int32_t identity_i32(ScanFn fn) {
+  return identity_i32(fn == ScanFn::sum ? ReduceFn::sum : ReduceFn::max);
+}
 
 // Reductions of a 1-D range. i32 sums wrap modulo 2^32 exactly as the device's two's-complement adds do.
 // argmax returns the first index of the maximum.
@@ -64,9 +68,11 @@ void scatter(std::span<const std::int32_t> keys, std::span<const std::int32_t> o
   const auto bins = static_cast<std::int64_t>(offsets.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::int32_t k = keys[i];
-    if (k < 0 || k >= bins) continue;
+    if (k < 0 || k >= bins)
+      continue;
     const std::int64_t pos = next[static_cast<std::size_t>(k)]++;
-    if (pos >= 0 && pos < out_size) place(pos, static_cast<std::int64_t>(i));
+    if (pos >= 0 && pos < out_size)
+      place(pos, static_cast<std::int64_t>(i));
   }
 }
 

@@ -5,7 +5,9 @@ namespace gridflow::kernels {
 
 // Items per thread of a whole-range scan tile for a block size: the register tile and its transpose in shared
 // memory stay within 48 KB of static shared memory. A scan_all tile holds threads * scan_items_for(threads).
-constexpr int scan_items_for(int threads) { return threads >= 1024 ? 8 : 16; }
+constexpr int scan_items_for(int threads) {
+  return threads >= 1024 ? 8 : 16;
+}
 
 // Softmax rows a warp holds whole in registers (kWarpRowValues per lane): rows up to kShortRowMaxCols are "short"
 // (a warp or a group of warps per row, kernels/device/softmax.cuh). The lowering sizes their tiles apart.
@@ -18,7 +20,11 @@ inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues;
 // full occupancy (512 / threads blocks per SM at 128 registers per thread, 1 at 1024 threads) leaves of an H200 SM's
 // 228 KB beside the static shared storage (about 11, 19, 36 and 38 KB) and 1 KB reserved per block: 4 x 40 KB,
 // 2 x 64 KB, 1 x 128 KB. The occupancy check at plan time counts the maximum.
-constexpr int stream_stage_bytes(int threads) { return threads <= 128 ? 8192 : 16384; }
-constexpr int stream_ring_bytes(int threads) { return threads <= 128 ? 40 * 1024 : threads <= 256 ? 64 * 1024 : 128 * 1024; }
+constexpr int stream_stage_bytes(int threads) {
+  return threads <= 128 ? 8192 : 16384;
+}
+constexpr int stream_ring_bytes(int threads) {
+  return threads <= 128 ? 40 * 1024 : threads <= 256 ? 64 * 1024 : 128 * 1024;
+}
 
 } // namespace gridflow::kernels

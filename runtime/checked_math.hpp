@@ -12,24 +12,29 @@ namespace gridflow::checked {
 
 template <std::integral T> constexpr std::optional<T> add(T a, T b) {
   T r{};
-  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  if (__builtin_add_overflow(a, b, &r))
+    return std::nullopt;
   return r;
 }
 
 template <std::integral T> constexpr std::optional<T> sub(T a, T b) {
   T r{};
-  if (__builtin_sub_overflow(a, b, &r)) return std::nullopt;
+  if (__builtin_sub_overflow(a, b, &r))
+    return std::nullopt;
   return r;
 }
 
 template <std::integral T> constexpr std::optional<T> mul(T a, T b) {
   T r{};
-  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  if (__builtin_mul_overflow(a, b, &r))
+    return std::nullopt;
   return r;
 }
 
 // ceil(a / b) for a >= 0 and b > 0; never overflows (no a + b - 1).
-template <std::integral T> constexpr T ceil_div(T a, std::type_identity_t<T> b) { return a / b + (a % b != 0 ? 1 : 0); }
+template <std::integral T> constexpr T ceil_div(T a, std::type_identity_t<T> b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
 
 // The smallest multiple of m (m > 0) that is >= a (a >= 0), or nullopt when it does not fit.
 template <std::integral T> constexpr std::optional<T> round_up(T a, std::type_identity_t<T> m) {
@@ -40,8 +45,10 @@ template <std::integral T> constexpr std::optional<T> round_up(T a, std::type_id
 template <std::integral T> class Sum {
 public:
   constexpr Sum& operator+=(T x) {
-    if (const std::optional<T> r = add(value_, x)) value_ = *r;
-    else overflowed_ = true;
+    if (const std::optional<T> r = add(value_, x))
+      value_ = *r;
+    else
+      overflowed_ = true;
     return *this;
   }
   constexpr bool ok() const { return !overflowed_; }

@@ -19,11 +19,13 @@ inline constexpr SyncMode kAllSyncModes[] = {SyncMode::grid_sync, SyncMode::barr
                                              SyncMode::sentinel};
 
 // True for the modes that run the graph level by level with a grid barrier in between.
-constexpr bool is_level_mode(SyncMode m) { return m == SyncMode::grid_sync || m == SyncMode::barrier; }
+constexpr bool is_level_mode(SyncMode m) {
+  return m == SyncMode::grid_sync || m == SyncMode::barrier;
+}
 
 // How a block finds its next tile.
 enum class Schedule : std::uint32_t {
-  dynamic = 0, // atomic ticket over the tiles in topological order
+  dynamic = 0,     // atomic ticket over the tiles in topological order
   static_list = 1, // per-block lists computed by the host (list scheduling by estimated cost, locality first)
 };
 

@@ -17,10 +17,11 @@ namespace gridflow {
 
 // The state arena, 128-byte aligned like the device's.
 struct CpuExecutor::Arena {
-  explicit Arena(std::size_t n) : size(n), bytes(static_cast<unsigned char*>(::operator new(n, std::align_val_t{128}))) {
+  explicit Arena(std::size_t n)
+      : size(n), bytes(static_cast<unsigned char*>(::operator new (n, std::align_val_t{128}))) {
     std::memset(bytes, 0, n);
   }
-  ~Arena() { ::operator delete(bytes, std::align_val_t{128}); }
+  ~Arena() { ::operator delete (bytes, std::align_val_t{128}); }
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   std::size_t size;
@@ -62,7 +63,8 @@ private:
 } // namespace
 
 CpuExecutor::CpuExecutor(LoweredProgram program) : program_(std::move(program)), block_descs_(block_descs(program_)) {
-  for (const BufferInfo& b : program_.buffers) buffers_.emplace_back(b.dtype, b.elements);
+  for (const BufferInfo& b : program_.buffers)
+    buffers_.emplace_back(b.dtype, b.elements);
   reset_state();
 }
 CpuExecutor::~CpuExecutor() = default;
@@ -78,14 +80,18 @@ void CpuExecutor::upload(std::uint32_t buffer, const HostTensor& data) {
   buffers_[buffer] = data;
 }
 
-void CpuExecutor::download(std::uint32_t buffer, HostTensor& data) { data = buffers_.at(buffer); }
+void CpuExecutor::download(std::uint32_t buffer, HostTensor& data) {
+  data = buffers_.at(buffer);
+}
 
 void CpuExecutor::take(std::uint32_t buffer, HostTensor& data) {
   data = std::move(buffers_.at(buffer));
   buffers_[buffer] = HostTensor(program_.buffers[buffer].dtype, 0);
 }
 
-void CpuExecutor::fill_bits(std::uint32_t buffer, std::uint32_t bits) { buffers_.at(buffer).fill_bits(bits); }
+void CpuExecutor::fill_bits(std::uint32_t buffer, std::uint32_t bits) {
+  buffers_.at(buffer).fill_bits(bits);
+}
 
 void CpuExecutor::reset_state() {
   arena_ = std::make_unique<Arena>(program_.layout.total);
@@ -99,16 +105,17 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
     if (buffers_[b].size() != p.buffers[b].elements)
       throw RuntimeError(fmt::format("cpu executor: buffer '{}' was taken and not uploaded again", p.buffers[b].name));
   std::vector<void*> table(buffers_.size());
-  for (std::size_t b = 0; b < buffers_.size(); ++b) table[b] = buffers_[b].data();
+  for (std::size_t b = 0; b < buffers_.size(); ++b)
+    table[b] = buffers_[b].data();
   const std::vector<std::int64_t> sentinels = sentinel_ranges(p);
-  if (epoch_ == 0xfffffff0u) reset_state(); // epochs are 32-bit in flags and look-back words
+  if (epoch_ == 0xfffffff0u)
+    reset_state(); // epochs are 32-bit in flags and look-back words
 
-  const program::ProgramView v =
-      make_view(p, {p.tasks.data(), p.tiles.data(), p.deps.data(), p.level_begin.data(),
-                    p.block_begin.empty() ? nullptr : p.block_begin.data(),
-                    p.block_tiles.empty() ? nullptr : p.block_tiles.data(),
-                    p.block_tiles.empty() ? nullptr : block_descs_.data(), table.data(), sentinels.data(),
-                    arena_->bytes});
+  const program::ProgramView v = make_view(p, {p.tasks.data(), p.tiles.data(), p.deps.data(), p.level_begin.data(),
+                                               p.block_begin.empty() ? nullptr : p.block_begin.data(),
+                                               p.block_tiles.empty() ? nullptr : p.block_tiles.data(),
+                                               p.block_tiles.empty() ? nullptr : block_descs_.data(), table.data(),
+                                               sentinels.data(), arena_->bytes});
 
   const bool kernel_fill = p.mode == SyncMode::sentinel && options.sentinel_fill == SentinelFill::kernel;
   RunResult result;
@@ -116,7 +123,8 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   result.barriers_per_block = p.barriers_per_run + (kernel_fill ? 1u : 0u);
   if (options.trace) {
     result.tiles.assign(p.tiles.size(), program::TileTrace{});
-    for (auto& t : result.tiles) t.tile = program::kNoTile;
+    for (auto& t : result.tiles)
+      t.tile = program::kNoTile;
     result.barriers.assign(std::size_t{p.grid_blocks} * result.barriers_per_block, program::BarrierTrace{});
   }
   program::RunParams r;
@@ -133,7 +141,8 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   r.claim_ahead = options.claim_ahead ? 1u : 0u;
 
   const auto start = std::chrono::steady_clock::now();
-  if (p.mode == SyncMode::sentinel && !kernel_fill) cpu::fill_sentinels(v, 0, 1);
+  if (p.mode == SyncMode::sentinel && !kernel_fill)
+    cpu::fill_sentinels(v, 0, 1);
   // A worker that throws (out of memory, say) aborts the run: the others leave at their next check, and the first
   // exception is raised here once every worker has joined. Nothing escapes a worker thread.
   auto* control = reinterpret_cast<program::ControlBlock*>(arena_->bytes);
@@ -150,7 +159,8 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
         } catch (...) {
           {
             const std::lock_guard lock(failure_mutex);
-            if (!failure) failure = std::current_exception();
+            if (!failure)
+              failure = std::current_exception();
           }
           protocol::abort_run(control);
         }

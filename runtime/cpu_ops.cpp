@@ -28,8 +28,12 @@ struct TileCtx {
   const TaskDesc& task;
 
   protocol::WaitSite site() const {
-    return {reinterpret_cast<program::ControlBlock*>(view.state), params.timeout_ns, worker, tile,
-            view.tiles[tile].task, params.pacing};
+    return {reinterpret_cast<program::ControlBlock*>(view.state),
+            params.timeout_ns,
+            worker,
+            tile,
+            view.tiles[tile].task,
+            params.pacing};
   }
   std::uint32_t* in_words() const { return static_cast<std::uint32_t*>(view.buffers[task.in_buffer]) + task.in_offset; }
   std::uint32_t* out_words() const {
@@ -42,7 +46,8 @@ template <class T> bool gather(const TileCtx& c, std::int64_t first, std::int64_
   out.resize(static_cast<std::size_t>(last - first));
   const std::uint32_t* src = c.in_words() + first;
   if (!(c.task.flags & program::kPollInputs)) {
-    if (!out.empty()) std::memcpy(out.data(), src, out.size() * sizeof(T));
+    if (!out.empty())
+      std::memcpy(out.data(), src, out.size() * sizeof(T));
     return true;
   }
   for (std::int64_t i = 0; i < last - first; ++i) {
@@ -54,7 +59,8 @@ template <class T> bool gather(const TileCtx& c, std::int64_t first, std::int64_
                                          {program::WaitKind::sentinel, c.view.tiles[c.tile].task,
                                           static_cast<std::uint32_t>(first + i), program::kCanonicalNanBits},
                                          observe, [](std::uint64_t v) { return v != program::kSentinelBits; });
-    if (!ok) return false;
+    if (!ok)
+      return false;
     const std::uint32_t bits = static_cast<std::uint32_t>(observe());
     std::memcpy(&out[static_cast<std::size_t>(i)], &bits, sizeof(T));
   }
@@ -66,16 +72,23 @@ template <class T> bool gather(const TileCtx& c, std::int64_t first, std::int64_
 void store_bits(const TileCtx& c, std::int64_t i, std::uint32_t bits) {
   std::uint32_t* dst = c.out_words() + i;
   if (c.task.flags & program::kSentinelOutput) {
-    if (bits == program::kSentinelBits) bits = program::kCanonicalNanBits;
+    if (bits == program::kSentinelBits)
+      bits = program::kCanonicalNanBits;
     protocol::atomic_ref<std::uint32_t>(*dst).store(bits, cuda::std::memory_order_relaxed);
   } else {
     *dst = bits;
   }
 }
 
-std::uint32_t f32_bits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
-std::uint32_t i32_bits(double v) { return static_cast<std::uint32_t>(static_cast<std::int32_t>(v)); }
-float bits_f32(std::uint32_t b) { return std::bit_cast<float>(b); }
+std::uint32_t f32_bits(double v) {
+  return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+}
+std::uint32_t i32_bits(double v) {
+  return static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
+}
+float bits_f32(std::uint32_t b) {
+  return std::bit_cast<float>(b);
+}
 
 // ---- reduce ------------------------------------------------------------------------------------------------
 
@@ -84,8 +97,10 @@ float bits_f32(std::uint32_t b) { return std::bit_cast<float>(b); }
 program::Partial make_partial(ReduceFn fn, DType dtype, const ref::Expected& e, std::int64_t first_index,
                               double best_value) {
   if (fn == ReduceFn::argmax)
-    return {std::bit_cast<std::uint64_t>(best_value), e.value < 0 ? -1 : first_index + static_cast<std::int64_t>(e.value)};
-  if (dtype == DType::f32) return {std::bit_cast<std::uint64_t>(e.value), 0};
+    return {std::bit_cast<std::uint64_t>(best_value),
+            e.value < 0 ? -1 : first_index + static_cast<std::int64_t>(e.value)};
+  if (dtype == DType::f32)
+    return {std::bit_cast<std::uint64_t>(e.value), 0};
   return {static_cast<std::uint64_t>(static_cast<std::int64_t>(e.value)), 0};
 }
 
@@ -95,7 +110,8 @@ double combine_partials(ReduceFn fn, DType dtype, const program::Partial* parts,
     std::int64_t best = -1;
     double best_v = 0;
     for (std::uint32_t k = 0; k < n; ++k) {
-      if (parts[k].index < 0) continue;
+      if (parts[k].index < 0)
+        continue;
       const double v = std::bit_cast<double>(parts[k].value);
       if (best < 0 || v > best_v) {
         best = parts[k].index;
@@ -115,7 +131,7 @@ double combine_partials(ReduceFn fn, DType dtype, const program::Partial* parts,
   std::int64_t acc = ref::identity_i32(fn);
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::int64_t v = static_cast<std::int64_t>(parts[k].value);
-    acc = fn == ReduceFn::sum ? static_cast<std::int32_t>(static_cast<std::uint32_t>(acc + v))
+    acc = fn == ReduceFn::sum   ? static_cast<std::int32_t>(static_cast<std::uint32_t>(acc + v))
           : fn == ReduceFn::max ? std::max(acc, v)
                                 : std::min(acc, v);
   }
@@ -125,7 +141,8 @@ double combine_partials(ReduceFn fn, DType dtype, const program::Partial* parts,
 template <class T> bool reduce_all(const TileCtx& c) {
   const program::ItemRange r = program::tile_items(c.task, program::TileDesc(c.view.tiles[c.tile]).index);
   std::vector<T> x;
-  if (!gather(c, r.begin, r.end, x)) return false;
+  if (!gather(c, r.begin, r.end, x))
+    return false;
   const auto fn = static_cast<ReduceFn>(c.task.fn);
   const auto dtype = static_cast<DType>(c.task.dtype);
   const ref::Expected e = ref::reduce(fn, std::span<const T>(x));
@@ -138,7 +155,8 @@ template <class T> bool reduce_all(const TileCtx& c) {
   const program::Arena arena{c.view.state, c.view.layout};
   auto* parts = reinterpret_cast<program::Partial*>(arena.at(c.task.scratch));
   const std::uint32_t k = c.view.tiles[c.tile].index;
-  const double best = fn == ReduceFn::argmax && e.value >= 0 ? static_cast<double>(x[static_cast<std::size_t>(e.value)]) : 0.0;
+  const double best =
+      fn == ReduceFn::argmax && e.value >= 0 ? static_cast<double>(x[static_cast<std::size_t>(e.value)]) : 0.0;
   parts[k] = make_partial(fn, dtype, e, r.begin, best);
   auto* counter = reinterpret_cast<std::uint64_t*>(arena.at(c.task.counter));
   if (protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.params.epoch))
@@ -152,7 +170,8 @@ template <class T> bool reduce_rows(const TileCtx& c) {
   const bool out_i32 = fn == ReduceFn::argmax || c.task.dtype == static_cast<std::uint32_t>(DType::i32);
   std::vector<T> row;
   for (std::int64_t i = r.begin; i < r.end; ++i) {
-    if (!gather(c, i * c.task.cols, (i + 1) * c.task.cols, row)) return false;
+    if (!gather(c, i * c.task.cols, (i + 1) * c.task.cols, row))
+      return false;
     const ref::Expected e = ref::reduce(fn, std::span<const T>(row));
     store_bits(c, i, out_i32 ? i32_bits(e.value) : f32_bits(e.value));
   }
@@ -181,7 +200,8 @@ template <class T> bool scan_all(const TileCtx& c) {
   const program::TileDesc tile = c.view.tiles[c.tile];
   const program::ItemRange r = program::tile_items(c.task, tile.index);
   std::vector<T> x;
-  if (!gather(c, r.begin, r.end, x)) return false;
+  if (!gather(c, r.begin, r.end, x))
+    return false;
   const auto fn = static_cast<ScanFn>(c.task.fn);
   const auto dtype = static_cast<DType>(c.task.dtype);
   const bool exclusive = c.task.flags & program::kExclusive;
@@ -220,7 +240,8 @@ template <class T> bool scan_rows(const TileCtx& c) {
   std::vector<T> row;
   std::vector<ref::Expected> out(static_cast<std::size_t>(c.task.cols));
   for (std::int64_t i = r.begin; i < r.end; ++i) {
-    if (!gather(c, i * c.task.cols, (i + 1) * c.task.cols, row)) return false;
+    if (!gather(c, i * c.task.cols, (i + 1) * c.task.cols, row))
+      return false;
     ref::scan(fn, exclusive, std::span<const T>(row), std::span<ref::Expected>(out));
     for (std::int64_t j = 0; j < c.task.cols; ++j)
       store_bits(c, i * c.task.cols + j, is_f32 ? f32_bits(out[j].value) : i32_bits(out[j].value));
@@ -236,9 +257,11 @@ bool softmax_rows(const TileCtx& c) {
   std::vector<float> row;
   std::vector<ref::Expected> out(static_cast<std::size_t>(c.task.cols));
   for (std::int64_t i = r.begin; i < r.end; ++i) {
-    if (!gather(c, i * c.task.cols, (i + 1) * c.task.cols, row)) return false;
+    if (!gather(c, i * c.task.cols, (i + 1) * c.task.cols, row))
+      return false;
     ref::softmax(row, log, out);
-    for (std::int64_t j = 0; j < c.task.cols; ++j) store_bits(c, i * c.task.cols + j, f32_bits(out[j].value));
+    for (std::int64_t j = 0; j < c.task.cols; ++j)
+      store_bits(c, i * c.task.cols + j, f32_bits(out[j].value));
   }
   return true;
 }
@@ -260,7 +283,8 @@ struct TileKeys {
 bool count_tile_keys(const TileCtx& c, TileKeys& t) {
   t.index = c.view.tiles[c.tile].index;
   t.range = program::tile_items(c.task, t.index);
-  if (!gather(c, t.range.begin, t.range.end, t.keys)) return false;
+  if (!gather(c, t.range.begin, t.range.end, t.keys))
+    return false;
   t.counts.assign(c.task.param, 0);
   ref::histogram(t.keys, t.counts);
   return true;
@@ -270,7 +294,8 @@ bool count_tile_keys(const TileCtx& c, TileKeys& t) {
 // the rows (integer sums: the order cannot change the result).
 bool histogram(const TileCtx& c) {
   TileKeys t;
-  if (!count_tile_keys(c, t)) return false;
+  if (!count_tile_keys(c, t))
+    return false;
   const std::uint32_t k = t.index, bins = c.task.param;
   std::vector<std::int32_t>& counts = t.counts;
   if (c.task.num_tiles > 1) {
@@ -278,13 +303,16 @@ bool histogram(const TileCtx& c) {
     auto* rows = reinterpret_cast<std::int32_t*>(arena.at(c.task.scratch));
     std::copy(counts.begin(), counts.end(), rows + std::size_t{k} * bins);
     auto* counter = reinterpret_cast<std::uint64_t*>(arena.at(c.task.counter));
-    if (!protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.params.epoch)) return true;
+    if (!protocol::arrive_is_last(counter, std::uint64_t{c.task.num_tiles} * c.params.epoch))
+      return true;
     std::fill(counts.begin(), counts.end(), 0);
     for (std::uint32_t j = 0; j < c.task.num_tiles; ++j)
       for (std::uint32_t b = 0; b < bins; ++b)
-        counts[b] = static_cast<std::int32_t>(static_cast<std::uint32_t>(counts[b]) + static_cast<std::uint32_t>(rows[std::size_t{j} * bins + b]));
+        counts[b] = static_cast<std::int32_t>(static_cast<std::uint32_t>(counts[b]) +
+                                              static_cast<std::uint32_t>(rows[std::size_t{j} * bins + b]));
   }
-  for (std::uint32_t b = 0; b < bins; ++b) store_bits(c, b, static_cast<std::uint32_t>(counts[b]));
+  for (std::uint32_t b = 0; b < bins; ++b)
+    store_bits(c, b, static_cast<std::uint32_t>(counts[b]));
   return true;
 }
 
@@ -292,7 +320,8 @@ bool histogram(const TileCtx& c) {
 // each bin's first position for this tile; keys are then placed in index order.
 bool scatter(const TileCtx& c) {
   TileKeys t;
-  if (!count_tile_keys(c, t)) return false;
+  if (!count_tile_keys(c, t))
+    return false;
   const std::uint32_t k = t.index, bins = c.task.param;
   const std::vector<std::int32_t>& keys = t.keys;
   const program::ItemRange r = t.range;
@@ -309,15 +338,18 @@ bool scatter(const TileCtx& c) {
       if (!protocol::wait_word(c.site(), {program::WaitKind::lookback, c.view.tiles[c.tile].task, j, c.params.epoch},
                                ready + j, c.params.epoch, unused))
         return false;
-      for (std::uint32_t b = 0; b < bins; ++b) next[b] += rows[std::size_t{j} * bins + b];
+      for (std::uint32_t b = 0; b < bins; ++b)
+        next[b] += rows[std::size_t{j} * bins + b];
     }
   }
   const auto out_size = static_cast<std::int64_t>(c.task.out_size);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::int32_t key = keys[i];
-    if (key < 0 || key >= static_cast<std::int64_t>(bins)) continue;
+    if (key < 0 || key >= static_cast<std::int64_t>(bins))
+      continue;
     const std::int64_t pos = next[static_cast<std::size_t>(key)]++;
-    if (pos >= 0 && pos < out_size) store_bits(c, pos, static_cast<std::uint32_t>(r.begin + static_cast<std::int64_t>(i)));
+    if (pos >= 0 && pos < out_size)
+      store_bits(c, pos, static_cast<std::uint32_t>(r.begin + static_cast<std::int64_t>(i)));
   }
   return true;
 }
@@ -328,7 +360,8 @@ template <class T> bool select(const TileCtx& c) {
   const program::TileDesc tile = c.view.tiles[c.tile];
   const program::ItemRange r = program::tile_items(c.task, tile.index);
   std::vector<T> x;
-  if (!gather(c, r.begin, r.end, x)) return false;
+  if (!gather(c, r.begin, r.end, x))
+    return false;
   const auto cmp = static_cast<CmpFn>(c.task.param);
   const T threshold = std::bit_cast<T>(c.task.param2);
   std::vector<T> kept(x.size());
@@ -336,12 +369,15 @@ template <class T> bool select(const TileCtx& c) {
   std::uint32_t prefix = 0;
   if (c.task.num_tiles > 1) {
     auto* words = reinterpret_cast<std::uint64_t*>(program::Arena{c.view.state, c.view.layout}.at(c.task.scratch));
-    if (!protocol::lookback_prefix(c.site(), tile.task, words, c.task.num_tiles, tile.index, c.params.epoch, own, 0u,
-                                   [](std::uint32_t a, std::uint32_t b) { return a + b; }, prefix))
+    if (!protocol::lookback_prefix(
+            c.site(), tile.task, words, c.task.num_tiles, tile.index, c.params.epoch, own, 0u,
+            [](std::uint32_t a, std::uint32_t b) { return a + b; }, prefix))
       return false;
   }
-  for (std::uint32_t j = 0; j < own; ++j) store_bits(c, std::int64_t{prefix} + j, std::bit_cast<std::uint32_t>(kept[j]));
-  if (tile.index + 1 == c.task.num_tiles) aux_i32(c)[0] = static_cast<std::int32_t>(prefix + own);
+  for (std::uint32_t j = 0; j < own; ++j)
+    store_bits(c, std::int64_t{prefix} + j, std::bit_cast<std::uint32_t>(kept[j]));
+  if (tile.index + 1 == c.task.num_tiles)
+    aux_i32(c)[0] = static_cast<std::int32_t>(prefix + own);
   return true;
 }
 
@@ -377,15 +413,24 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
     return false;
   }
   switch (static_cast<Opcode>(task.opcode)) {
-  case Opcode::reduce_all: return by_dtype<ReduceAllOp>(c);
-  case Opcode::reduce_rows: return by_dtype<ReduceRowsOp>(c);
-  case Opcode::scan_all: return by_dtype<ScanAllOp>(c);
-  case Opcode::scan_rows: return by_dtype<ScanRowsOp>(c);
-  case Opcode::softmax_rows: return softmax_rows(c);
-  case Opcode::histogram: return histogram(c);
-  case Opcode::scatter: return scatter(c);
-  case Opcode::select: return by_dtype<SelectOp>(c);
-  case Opcode::noop: return true;
+  case Opcode::reduce_all:
+    return by_dtype<ReduceAllOp>(c);
+  case Opcode::reduce_rows:
+    return by_dtype<ReduceRowsOp>(c);
+  case Opcode::scan_all:
+    return by_dtype<ScanAllOp>(c);
+  case Opcode::scan_rows:
+    return by_dtype<ScanRowsOp>(c);
+  case Opcode::softmax_rows:
+    return softmax_rows(c);
+  case Opcode::histogram:
+    return histogram(c);
+  case Opcode::scatter:
+    return scatter(c);
+  case Opcode::select:
+    return by_dtype<SelectOp>(c);
+  case Opcode::noop:
+    return true;
   default: {
     program::ErrorRecord e;
     e.code = static_cast<std::uint32_t>(program::ErrorCode::bad_opcode);
@@ -402,7 +447,8 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
 void fill_sentinels(const program::ProgramView& view, std::uint32_t part, std::uint32_t parts) {
   for (std::uint32_t b = 0; b < view.num_buffers; ++b) {
     const std::int64_t n = view.sentinel_ranges[2 * b + 1];
-    if (n <= 0) continue; // not a sentinel buffer
+    if (n <= 0)
+      continue; // not a sentinel buffer
     auto* words = static_cast<std::uint32_t*>(view.buffers[b]) + view.sentinel_ranges[2 * b];
     const std::int64_t lo = n * part / parts, hi = n * (part + 1) / parts;
     for (std::int64_t i = lo; i < hi; ++i)

@@ -6,7 +6,8 @@
 namespace gridflow {
 
 std::string DeviceInfo::describe() const {
-  if (!available) return "no GPU (" + reason + ")";
+  if (!available)
+    return "no GPU (" + reason + ")";
   return fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB)", name, cc_major, cc_minor, sm_count,
                      static_cast<double>(global_memory) / (1u << 30));
 }
@@ -17,14 +18,15 @@ DeviceInfo probe_gpu(int ordinal) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    info.reason = err == cudaErrorNoDevice            ? "no CUDA device present"
+    info.reason = err == cudaErrorNoDevice             ? "no CUDA device present"
                   : err == cudaErrorInsufficientDriver ? "no usable CUDA driver"
                                                        : cudaGetErrorString(err);
     cudaGetLastError(); // clear the sticky-free error state
     return info;
   }
   if (count <= ordinal) {
-    info.reason = count == 0 ? "no CUDA device present" : fmt::format("device {} requested, {} present", ordinal, count);
+    info.reason =
+        count == 0 ? "no CUDA device present" : fmt::format("device {} requested, {} present", ordinal, count);
     return info;
   }
   cudaDeviceProp prop{};
@@ -43,8 +45,10 @@ DeviceInfo probe_gpu(int ordinal) {
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, ordinal);
   info.cooperative_launch = coop != 0;
   std::size_t free = 0, total = 0;
-  if (cudaSetDevice(ordinal) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess) info.free_memory = free;
-  else cudaGetLastError();
+  if (cudaSetDevice(ordinal) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess)
+    info.free_memory = free;
+  else
+    cudaGetLastError();
   return info;
 }
 

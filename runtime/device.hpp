@@ -8,7 +8,7 @@ namespace gridflow {
 
 struct DeviceInfo {
   bool available = false;
-  std::string reason;       // why not, when unavailable
+  std::string reason; // why not, when unavailable
   int ordinal = 0;
   std::string name;
   int sm_count = 0;

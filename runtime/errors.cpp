@@ -27,7 +27,8 @@ std::string waited_on(const program::ErrorRecord& e, const LoweredProgram& p) {
     return fmt::format("the scan carry of tile {} of task {}", e.wait_index, task_name(p, e.wait_task));
   case WaitKind::barrier:
     return fmt::format("grid barrier generation {} (arrivals {} of {})", e.wait_index, e.seen, e.expected);
-  default: return "something unknown";
+  default:
+    return "something unknown";
   }
 }
 
@@ -35,10 +36,9 @@ std::string waited_on(const program::ErrorRecord& e, const LoweredProgram& p) {
 
 std::string describe_error(const program::ErrorRecord& e, const LoweredProgram& p) {
   using program::ErrorCode;
-  const std::string where =
-      e.tile < p.tiles.size() ? fmt::format("block {} running tile {} of task {}", e.block, e.tile,
-                                            task_name(p, p.tiles[e.tile].task))
-                              : fmt::format("block {}", e.block);
+  const std::string where = e.tile < p.tiles.size() ? fmt::format("block {} running tile {} of task {}", e.block,
+                                                                  e.tile, task_name(p, p.tiles[e.tile].task))
+                                                    : fmt::format("block {}", e.block);
   switch (static_cast<ErrorCode>(e.code)) {
   case ErrorCode::watchdog_timeout:
     return fmt::format("watchdog: {} waited {:.3f} ms for {}; the run was aborted (deadlock or a lost signal)", where,
@@ -47,8 +47,10 @@ std::string describe_error(const program::ErrorRecord& e, const LoweredProgram& 
     return fmt::format("corrupt program: {} found unknown opcode {}", where, e.detail);
   case ErrorCode::bad_descriptor:
     return fmt::format("corrupt program: {} found a descriptor field out of range ({})", where,
-                       e.detail < program::kDescriptorFieldCount ? program::kDescriptorFieldNames[e.detail] : "unknown");
-  default: return fmt::format("device error {} at {}", e.code, where);
+                       e.detail < program::kDescriptorFieldCount ? program::kDescriptorFieldNames[e.detail]
+                                                                 : "unknown");
+  default:
+    return fmt::format("device error {} at {}", e.code, where);
   }
 }
 

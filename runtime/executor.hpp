@@ -16,7 +16,7 @@ struct ExecOptions {
   std::uint64_t timeout_ns = 10'000'000'000ull; // watchdog: bound on every wait
   program::PollPacing pacing{};                 // GPU: how body polls and barrier waits poll (spins, then sleeps)
   program::PollPacing wait_pacing = program::kSpinPacing; // GPU: how the leader's dependency waits poll
-  bool trace = false;                           // record per-tile and per-barrier timestamps
+  bool trace = false;                                     // record per-tile and per-barrier timestamps
   SentinelFill sentinel_fill = SentinelFill::submit;
   std::uint32_t fault_skip_signal_tile = program::kNoTile; // test-only: this tile never signals
   // Dynamic schedule: a block takes its next ticket while its current tile runs. Off by default: on the H200 it

@@ -13,7 +13,7 @@ namespace gridflow {
 struct GpuShape {
   std::uint32_t threads_per_block = 256;
   std::uint32_t blocks_per_sm = 1;
-  std::uint32_t grid_blocks = 0;       // blocks_per_sm * sm_count: every block co-resident
+  std::uint32_t grid_blocks = 0; // blocks_per_sm * sm_count: every block co-resident
   std::uint32_t sm_count = 0;
   std::uint32_t max_blocks_per_sm = 0; // occupancy limit for this block size
 };

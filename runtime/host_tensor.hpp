@@ -36,7 +36,8 @@ public:
   // Element i as a double (f32 or i32).
   double value(std::int64_t i) const {
     const std::uint32_t w = words_[static_cast<std::size_t>(i)];
-    if (dtype_ == DType::i32) return static_cast<std::int32_t>(w);
+    if (dtype_ == DType::i32)
+      return static_cast<std::int32_t>(w);
     float f;
     std::memcpy(&f, &w, sizeof f);
     return f;
@@ -51,7 +52,8 @@ private:
 
 // True when both hold the same elements bit for bit (NaN payloads included).
 inline bool bit_identical(const HostTensor& a, const HostTensor& b) {
-  return a.dtype() == b.dtype() && a.size() == b.size() && std::equal(a.bits().begin(), a.bits().end(), b.bits().begin());
+  return a.dtype() == b.dtype() && a.size() == b.size() &&
+         std::equal(a.bits().begin(), a.bits().end(), b.bits().begin());
 }
 
 // True when every buffer is bit-identical; `which` receives the index of the first that differs.
@@ -59,7 +61,8 @@ inline bool bit_identical(const std::vector<HostTensor>& a, const std::vector<Ho
                           std::size_t* which = nullptr) {
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
     if (!bit_identical(a[i], b[i])) {
-      if (which) *which = i;
+      if (which)
+        *which = i;
       return false;
     }
   return a.size() == b.size();

@@ -22,8 +22,8 @@
 #pragma once
 
 #include "kernels/host_device.hpp"
-#include "runtime/config.hpp"
 #include "runtime/arena.hpp"
+#include "runtime/config.hpp"
 #include "runtime/lowered_program.hpp"
 #include "runtime/op_traits.hpp"
 #include "runtime/protocol.hpp"
@@ -57,12 +57,15 @@ struct Claim {
 template <class Block> GRIDFLOW_HOST_DEVICE Claim claim_static(Block& blk, Cursor& cursor, std::uint32_t last) {
   const ProgramView& v = blk.view();
   Claim c;
-  if (cursor.next >= cursor.end) return c;
+  if (cursor.next >= cursor.end)
+    return c;
   const std::uint32_t tile = v.block_tiles[cursor.next];
-  if (tile >= last && tile < v.num_tiles) return c; // a later level's
+  if (tile >= last && tile < v.num_tiles)
+    return c; // a later level's
   c.tile = tile;
   c.desc = v.block_descs[cursor.next];
-  if (++cursor.next < cursor.end) c.next_task = v.block_descs[cursor.next].task;
+  if (++cursor.next < cursor.end)
+    c.next_task = v.block_descs[cursor.next].task;
   return c;
 }
 
@@ -81,7 +84,8 @@ GRIDFLOW_HOST_DEVICE std::uint32_t claim_dynamic(Block& blk, Cursor& cursor, std
   cursor.has_ahead = false;
   const std::uint64_t per_run = std::uint64_t{last - first} + v.grid_blocks;
   const std::uint64_t ticket = taken - (blk.params().epoch - 1) * per_run;
-  if (ticket >= last - first) return kNoTile;
+  if (ticket >= last - first)
+    return kNoTile;
   if (blk.params().claim_ahead) {
     cursor.ahead = protocol::claim_ticket(arena.claim_head(slot));
     cursor.has_ahead = true;
@@ -94,10 +98,12 @@ template <class Block>
 GRIDFLOW_HOST_DEVICE Claim claim(Block& blk, Cursor& cursor, std::uint32_t slot, std::uint32_t first,
                                  std::uint32_t last) {
   const ProgramView& v = blk.view();
-  if (v.block_begin != nullptr) return claim_static(blk, cursor, last);
+  if (v.block_begin != nullptr)
+    return claim_static(blk, cursor, last);
   Claim c;
   c.tile = blk.share(blk.is_leader() ? claim_dynamic(blk, cursor, slot, first, last) : 0u);
-  if (c.tile < v.num_tiles) c.desc = v.tiles[c.tile];
+  if (c.tile < v.num_tiles)
+    c.desc = v.tiles[c.tile];
   return c;
 }
 
@@ -106,8 +112,8 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, s
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
   const Arena arena{v.state, v.layout};
-  const protocol::WaitSite site{reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, blk.index(), tile, t.task,
-                                r.wait_pacing};
+  const protocol::WaitSite site{
+      reinterpret_cast<ControlBlock*>(v.state), r.timeout_ns, blk.index(), tile, t.task, r.wait_pacing};
   for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) {
     const DepDesc dep = v.deps[d];
     if (dep.task >= v.num_tasks) {
@@ -135,17 +141,21 @@ template <class Block>
 GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
-  if (tile == r.fault_skip_signal_tile) return; // test-only fault: a lost signal
+  if (tile == r.fault_skip_signal_tile)
+    return; // test-only fault: a lost signal
   const Arena arena{v.state, v.layout};
-  if (flags & kSignalTiles) protocol::publish_flag(arena.tile_flag(tile), r.epoch);
-  if (flags & kSignalCounter) protocol::signal_counter(arena.task_done(task));
+  if (flags & kSignalTiles)
+    protocol::publish_flag(arena.tile_flag(tile), r.epoch);
+  if (flags & kSignalCounter)
+    protocol::signal_counter(arena.task_done(task));
 }
 
 // Uniform across the block (every thread evaluates the same claim); the leader records the error.
 template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, const Claim& c) {
   const ProgramView& v = blk.view();
   if (c.tile >= v.num_tiles || c.desc.task >= v.num_tasks) {
-    if (blk.is_leader()) program::raise_bad_descriptor(v, blk.index(), c.tile, static_cast<std::uint32_t>(DescriptorField::tile_id));
+    if (blk.is_leader())
+      program::raise_bad_descriptor(v, blk.index(), c.tile, static_cast<std::uint32_t>(DescriptorField::tile_id));
     return false;
   }
   return true;
@@ -167,19 +177,24 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
   // publishes the staged descriptors).
   if (wait && c.desc.dep_count > 0) {
     const std::uint32_t ok = blk.share(blk.is_leader() ? (wait_dependencies(blk, tile, c.desc) ? 1u : 0u) : 0u);
-    if (!ok) return false;
+    if (!ok)
+      return false;
   } else {
     blk.sync();
   }
-  if (trace) trace->ready = protocol::now_ns();
+  if (trace)
+    trace->ready = protocol::now_ns();
   // Step 3: execute the body with every thread.
-  if (!blk.execute(tile)) return false;
-  if (trace) trace->executed = protocol::now_ns();
+  if (!blk.execute(tile))
+    return false;
+  if (trace)
+    trace->executed = protocol::now_ns();
   // Step 4: signal: execute's closing block barrier ordered every thread's stores before the leader's release.
   // The flags come from the task table, not from the staged copy: after execute's closing barrier, warp 1 of a
   // block with a static list may already be staging the next tile over it (compute-sanitizer racecheck, H200,
   // 2026-11-30, when the signal read the staged copy).
-  if (signal && blk.is_leader()) signal_tile(blk, tile, c.desc.task, blk.view().tasks[c.desc.task].flags);
+  if (signal && blk.is_leader())
+    signal_tile(blk, tile, c.desc.task, blk.view().tasks[c.desc.task].flags);
   if (trace) {
     trace->signalled = protocol::now_ns();
     protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);
@@ -198,9 +213,11 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool traced_barrier(Block& blk, std:
   const RunParams& r = blk.params();
   BarrierTrace* trace =
       r.barrier_trace != nullptr && blk.is_leader() ? &r.barrier_trace[blk.index() * r.barriers_in_run + k] : nullptr;
-  if (trace) trace->arrive = protocol::now_ns();
+  if (trace)
+    trace->arrive = protocol::now_ns();
   const bool ok = blk.level_barrier(r.barrier_base + k + 1);
-  if (trace) trace->leave = protocol::now_ns();
+  if (trace)
+    trace->leave = protocol::now_ns();
   return ok;
 }
 
@@ -221,7 +238,8 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
   if (mode == SyncMode::sentinel && r.sentinel_fill) {
     blk.fill_sentinels();
     blk.sync();
-    if (!traced_barrier(blk, barrier_k++)) return;
+    if (!traced_barrier(blk, barrier_k++))
+      return;
   }
 
   if (is_level_mode(mode)) {
@@ -233,11 +251,13 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
         const std::uint64_t t0 = protocol::now_ns();
         // Step 1: claim within the level.
         const detail::Claim c = detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
-        if (c.tile == kNoTile) break;
+        if (c.tile == kNoTile)
+          break;
         alive = detail::descriptor_ok(blk, c) && detail::run_tile(blk, c, t0, false, false);
       }
       if (level + 1 < v.num_levels) {
-        if (!traced_barrier(blk, barrier_k++) && mode != SyncMode::grid_sync) return;
+        if (!traced_barrier(blk, barrier_k++) && mode != SyncMode::grid_sync)
+          return;
         // One reading of the abort flag for the whole block, so control flow stays uniform.
         const bool aborted = protocol::is_aborted(reinterpret_cast<ControlBlock*>(v.state));
         alive = blk.share(blk.is_leader() ? (alive && !aborted ? 1u : 0u) : 0u) != 0;
@@ -251,8 +271,10 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
     const std::uint64_t t0 = protocol::now_ns();
     // Step 1: claim the next tile (topological order).
     const detail::Claim c = detail::claim(blk, cursor, 0, 0, v.num_tiles);
-    if (c.tile == kNoTile) return;
-    if (!detail::descriptor_ok(blk, c) || !detail::run_tile(blk, c, t0, true, true)) return;
+    if (c.tile == kNoTile)
+      return;
+    if (!detail::descriptor_ok(blk, c) || !detail::run_tile(blk, c, t0, true, true))
+      return;
   }
 }
 

@@ -30,7 +30,8 @@ GRIDFLOW_HOST_DEVICE bool lookback_prefix(const WaitSite& site, std::uint32_t ta
     std::uint32_t part = identity;
     for (std::uint32_t j = group; j < idx; ++j) {
       std::uint32_t v = 0;
-      if (!wait_word(site, {program::WaitKind::lookback, task, j, epoch}, words + offset + j, epoch, v)) return false;
+      if (!wait_word(site, {program::WaitKind::lookback, task, j, epoch}, words + offset + j, epoch, v))
+        return false;
       part = combine(part, v);
     }
     parts[k] = part;
@@ -44,7 +45,8 @@ GRIDFLOW_HOST_DEVICE bool lookback_prefix(const WaitSite& site, std::uint32_t ta
     offset = next_offset;
   }
   std::uint32_t p = identity;
-  for (std::uint32_t k = levels; k-- > 0;) p = combine(p, parts[k]);
+  for (std::uint32_t k = levels; k-- > 0;)
+    p = combine(p, parts[k]);
   prefix = p;
   return true;
 }

@@ -16,7 +16,7 @@ struct BufferInfo {
   std::string name;
   DType dtype = DType::f32;
   std::int64_t elements = 0;
-  bool sentinel = false; // sentinel mode: [sentinel_offset, + sentinel_count) is pre-filled before each run
+  bool sentinel = false;            // sentinel mode: [sentinel_offset, + sentinel_count) is pre-filled before each run
   std::int64_t sentinel_offset = 0; // the elements its single writer produces
   std::int64_t sentinel_count = 0;
 };
@@ -24,18 +24,18 @@ struct BufferInfo {
 struct LoweredProgram {
   SyncMode mode = SyncMode::flags;
   Schedule schedule = Schedule::dynamic;
-  std::uint32_t grid_blocks = 1;       // blocks (GPU) or workers (CPU) it was lowered for
+  std::uint32_t grid_blocks = 1; // blocks (GPU) or workers (CPU) it was lowered for
   std::uint32_t threads_per_block = 256;
-  std::uint32_t scan_chunk = 0;        // elements of a scan register chunk (threads x scan items): scan_all tiles
-                                       // are whole chunks of it, select tiles exactly one
+  std::uint32_t scan_chunk = 0; // elements of a scan register chunk (threads x scan items): scan_all tiles
+                                // are whole chunks of it, select tiles exactly one
   std::vector<program::TaskDesc> tasks;
   std::vector<program::TileDesc> tiles; // global tile ids, level-major topological order
   std::vector<program::DepDesc> deps;
   std::vector<std::uint32_t> level_begin; // tiles of level L: [level_begin[L], level_begin[L + 1])
   std::vector<std::uint32_t> block_begin; // static schedule: block b runs block_tiles[block_begin[b] .. [b + 1])
   std::vector<std::uint32_t> block_tiles;
-  std::vector<BufferInfo> buffers;        // index = buffer table slot = graph buffer index
-  std::vector<std::string> task_names;    // per device task
+  std::vector<BufferInfo> buffers;     // index = buffer table slot = graph buffer index
+  std::vector<std::string> task_names; // per device task
   // The graph's edges between device tasks in every mode (whatever enforces them): task t's direct producers
   // are pred_tasks[pred_begin[t] .. pred_begin[t + 1]). Host-side only (analysis, critical path).
   std::vector<std::uint32_t> pred_begin;
@@ -46,7 +46,7 @@ struct LoweredProgram {
   std::vector<std::uint32_t> local_begin;
   std::vector<program::DepDesc> local_deps;
   program::StateLayout layout;
-  std::uint32_t barriers_per_run = 0;     // level barriers one run passes (level modes: levels - 1)
+  std::uint32_t barriers_per_run = 0; // level barriers one run passes (level modes: levels - 1)
   bool uses_tile_flags = false;
 
   std::uint32_t num_levels() const { return static_cast<std::uint32_t>(level_begin.size()) - 1; }
@@ -54,9 +54,11 @@ struct LoweredProgram {
   // f(dep) for every dependency of tile g: the ones the device waits for, then the local ones it need not.
   template <class F> void for_each_dependency(std::uint32_t g, F&& f) const {
     const program::TileDesc& t = tiles[g];
-    for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) f(deps[d]);
+    for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d)
+      f(deps[d]);
     if (!local_begin.empty())
-      for (std::uint32_t d = local_begin[g]; d < local_begin[g + 1]; ++d) f(local_deps[d]);
+      for (std::uint32_t d = local_begin[g]; d < local_begin[g + 1]; ++d)
+        f(local_deps[d]);
   }
 };
 
@@ -70,7 +72,7 @@ struct ProgramView {
   const std::uint32_t* level_begin = nullptr;
   const std::uint32_t* block_begin = nullptr; // null: dynamic claim
   const std::uint32_t* block_tiles = nullptr;
-  const TileDesc* block_descs = nullptr;       // static: the descriptor of each block_tiles entry (block_descs())
+  const TileDesc* block_descs = nullptr; // static: the descriptor of each block_tiles entry (block_descs())
   void* const* buffers = nullptr;
   const std::int64_t* sentinel_ranges = nullptr; // per buffer b: [2b] offset, [2b + 1] count to pre-fill (0: none)
   unsigned char* state = nullptr;
@@ -90,18 +92,18 @@ struct ProgramView {
 
 // What changes between runs of the same uploaded program.
 struct RunParams {
-  std::uint32_t epoch = 1;          // run number on this state arena, from 1
-  std::uint32_t sentinel_fill = 0;  // sentinel mode: 1 = the megakernel's prologue fills (SentinelFill::kernel)
-  std::uint64_t barrier_base = 0;   // gridflow-barrier generations completed on this arena before this run
-  std::uint64_t timeout_ns = 0;     // watchdog: bound on every wait (0: unbounded)
-  PollPacing pacing{};              // how body polls (sentinel elements, look-back words) and barriers poll (GPU)
-  PollPacing wait_pacing = kSpinPacing; // how the leader's dependency waits poll (GPU)
-  TileTrace* tile_trace = nullptr;  // per global tile; null: tracing off
+  std::uint32_t epoch = 1;               // run number on this state arena, from 1
+  std::uint32_t sentinel_fill = 0;       // sentinel mode: 1 = the megakernel's prologue fills (SentinelFill::kernel)
+  std::uint64_t barrier_base = 0;        // gridflow-barrier generations completed on this arena before this run
+  std::uint64_t timeout_ns = 0;          // watchdog: bound on every wait (0: unbounded)
+  PollPacing pacing{};                   // how body polls (sentinel elements, look-back words) and barriers poll (GPU)
+  PollPacing wait_pacing = kSpinPacing;  // how the leader's dependency waits poll (GPU)
+  TileTrace* tile_trace = nullptr;       // per global tile; null: tracing off
   BarrierTrace* barrier_trace = nullptr; // [block * barriers_in_run + k]; null: off
   std::uint32_t fault_skip_signal_tile = kNoTile; // test-only: this tile does not signal (forces a deadlock)
-  std::uint32_t barriers_in_run = 0; // number of grid barriers a block passes in this run (trace sizing)
-  std::uint32_t claim_ahead = 0;     // dynamic schedule: a block takes its next ticket when it claims a tile
-  std::uint32_t ring_bytes = 0;      // GPU: the bulk-copy ring, the launch's dynamic shared memory per block
+  std::uint32_t barriers_in_run = 0;              // number of grid barriers a block passes in this run (trace sizing)
+  std::uint32_t claim_ahead = 0; // dynamic schedule: a block takes its next ticket when it claims a tile
+  std::uint32_t ring_bytes = 0;  // GPU: the bulk-copy ring, the launch's dynamic shared memory per block
 };
 
 // Where an executor keeps the program's arrays (host memory for the CPU, device memory for the GPU).

@@ -38,13 +38,13 @@ enum class AuxUse : std::uint8_t { none, read, write };
 
 struct OpTraits {
   const char* name;
-  bool row_op;             // tiles are row ranges (items are rows); else element chunks
-  bool counting;           // plain loads and stores only, awaited through counters (never polled, never sentinel)
-  bool tile_local_output;  // tile k's outputs are final when it signals and lie over its own input rows/elements
-  bool waits_on_own_tiles; // a tile waits for earlier tiles of its own task (look-back, scatter rows)
-  bool writes_when_empty;  // writes something for an empty input (a value, zero counts, a zero count): one tile
+  bool row_op;              // tiles are row ranges (items are rows); else element chunks
+  bool counting;            // plain loads and stores only, awaited through counters (never polled, never sentinel)
+  bool tile_local_output;   // tile k's outputs are final when it signals and lie over its own input rows/elements
+  bool waits_on_own_tiles;  // a tile waits for earlier tiles of its own task (look-back, scatter rows)
+  bool writes_when_empty;   // writes something for an empty input (a value, zero counts, a zero count): one tile
   bool one_output_per_item; // one output per item (a row's reduction); else one per input element
-  bool needs_buffers;      // reads and writes the in and out views (noop: none)
+  bool needs_buffers;       // reads and writes the in and out views (noop: none)
   AuxUse aux;
   Scratch scratch;
   TileRule tile_rule;
@@ -69,13 +69,16 @@ inline constexpr OpTraits kOpTable[] = {
 static_assert(std::size(kOpTable) == kOpcodeCount, "one row per opcode");
 
 // The row of `opcode` (the invalid row for an opcode out of range). Host code.
-inline const OpTraits& op_traits(std::uint32_t opcode) { return kOpTable[opcode < kOpcodeCount ? opcode : 0]; }
+inline const OpTraits& op_traits(std::uint32_t opcode) {
+  return kOpTable[opcode < kOpcodeCount ? opcode : 0];
+}
 
 namespace detail {
 template <class Pred> constexpr std::uint32_t op_mask(Pred pred) {
   std::uint32_t m = 0;
   for (std::uint32_t op = 0; op < kOpcodeCount; ++op)
-    if (pred(kOpTable[op])) m |= 1u << op;
+    if (pred(kOpTable[op]))
+      m |= 1u << op;
   return m;
 }
 } // namespace detail
@@ -86,14 +89,20 @@ inline constexpr std::uint32_t kCountingOps = detail::op_mask([](const OpTraits&
 inline constexpr std::uint32_t kTileLocalOps = detail::op_mask([](const OpTraits& t) { return t.tile_local_output; });
 inline constexpr std::uint32_t kOwnTileOps = detail::op_mask([](const OpTraits& t) { return t.waits_on_own_tiles; });
 inline constexpr std::uint32_t kEmptyWriterOps = detail::op_mask([](const OpTraits& t) { return t.writes_when_empty; });
-inline constexpr std::uint32_t kOnePerItemOps = detail::op_mask([](const OpTraits& t) { return t.one_output_per_item; });
+inline constexpr std::uint32_t kOnePerItemOps =
+    detail::op_mask([](const OpTraits& t) { return t.one_output_per_item; });
 inline constexpr std::uint32_t kBufferOps = detail::op_mask([](const OpTraits& t) { return t.needs_buffers; });
 inline constexpr std::uint32_t kAuxOps = detail::op_mask([](const OpTraits& t) { return t.aux != AuxUse::none; });
-inline constexpr std::uint32_t kSharedStateOps = detail::op_mask([](const OpTraits& t) { return t.scratch != Scratch::none; });
-inline constexpr std::uint32_t kWholeChunkOps = detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::whole_chunks; });
-inline constexpr std::uint32_t kOneChunkOps = detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::one_chunk; });
-inline constexpr std::uint32_t kHistogramBinOps = detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::histogram; });
-inline constexpr std::uint32_t kScatterBinOps = detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::scatter; });
+inline constexpr std::uint32_t kSharedStateOps =
+    detail::op_mask([](const OpTraits& t) { return t.scratch != Scratch::none; });
+inline constexpr std::uint32_t kWholeChunkOps =
+    detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::whole_chunks; });
+inline constexpr std::uint32_t kOneChunkOps =
+    detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::one_chunk; });
+inline constexpr std::uint32_t kHistogramBinOps =
+    detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::histogram; });
+inline constexpr std::uint32_t kScatterBinOps =
+    detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::scatter; });
 
 GRIDFLOW_HOST_DEVICE constexpr bool op_has(std::uint32_t mask, std::uint32_t opcode) {
   return opcode < kOpcodeCount && ((mask >> opcode) & 1u) != 0;
@@ -108,8 +117,8 @@ enum class DescriptorField : std::uint32_t {
   bins = 4,      // a bin count out of the op's bounds
 };
 inline constexpr std::uint32_t kDescriptorFieldCount = 5;
-inline constexpr const char* kDescriptorFieldNames[] = {"tile id", "dependency task", "buffer index",
-                                                         "tile size", "bins"};
+inline constexpr const char* kDescriptorFieldNames[] = {"tile id", "dependency task", "buffer index", "tile size",
+                                                        "bins"};
 static_assert(std::size(kDescriptorFieldNames) == kDescriptorFieldCount);
 
 // What is wrong with task descriptor `t` for a program of `num_buffers` buffers whose scan chunk is `chunk`
@@ -124,12 +133,16 @@ GRIDFLOW_HOST_DEVICE constexpr DescriptorCheck check_descriptor(const TaskDesc& 
   const std::uint32_t op = t.opcode;
   if (op_has(kBufferOps, op) && (t.in_buffer >= num_buffers || t.out_buffer >= num_buffers))
     return {false, DescriptorField::buffer};
-  if (op_has(kAuxOps, op) && t.aux_buffer >= num_buffers) return {false, DescriptorField::buffer};
+  if (op_has(kAuxOps, op) && t.aux_buffer >= num_buffers)
+    return {false, DescriptorField::buffer};
   if (op_has(kWholeChunkOps, op) && (t.tile_size <= 0 || t.tile_size % chunk != 0))
     return {false, DescriptorField::tile_size};
-  if (op_has(kOneChunkOps, op) && t.tile_size != chunk) return {false, DescriptorField::tile_size};
-  if (op_has(kHistogramBinOps, op) && (t.param == 0 || t.param > histogram_max_bins)) return {false, DescriptorField::bins};
-  if (op_has(kScatterBinOps, op) && (t.param == 0 || t.param > scatter_max_bins)) return {false, DescriptorField::bins};
+  if (op_has(kOneChunkOps, op) && t.tile_size != chunk)
+    return {false, DescriptorField::tile_size};
+  if (op_has(kHistogramBinOps, op) && (t.param == 0 || t.param > histogram_max_bins))
+    return {false, DescriptorField::bins};
+  if (op_has(kScatterBinOps, op) && (t.param == 0 || t.param > scatter_max_bins))
+    return {false, DescriptorField::bins};
   return {};
 }
 

@@ -30,22 +30,22 @@ inline constexpr std::uint32_t kOpcodeCount = 10;
 
 // TaskDesc::flags bits.
 enum TaskFlag : std::uint32_t {
-  kExclusive = 1u << 0,       // scan: exclusive (first output is the identity)
-  kLogSoftmax = 1u << 1,      // softmax: log-softmax
-  kSignalTiles = 1u << 2,     // some consumer waits on individual tiles: publish per-tile flags
-  kPollInputs = 1u << 3,      // sentinel mode: poll every input element until it is not the sentinel
-  kSentinelOutput = 1u << 4,  // sentinel mode: the output was pre-filled with the sentinel; never store it
-  kSignalCounter = 1u << 5,   // some consumer waits for the whole task: count completed tiles
+  kExclusive = 1u << 0,      // scan: exclusive (first output is the identity)
+  kLogSoftmax = 1u << 1,     // softmax: log-softmax
+  kSignalTiles = 1u << 2,    // some consumer waits on individual tiles: publish per-tile flags
+  kPollInputs = 1u << 3,     // sentinel mode: poll every input element until it is not the sentinel
+  kSentinelOutput = 1u << 4, // sentinel mode: the output was pre-filled with the sentinel; never store it
+  kSignalCounter = 1u << 5,  // some consumer waits for the whole task: count completed tiles
 };
 
 inline constexpr std::uint32_t kNoBuffer = 0xffffffffu;
 
 // One device task. 128 bytes: one cache line pair, so a block reads it with a few coalesced loads.
 struct alignas(16) TaskDesc {
-  std::uint32_t opcode = 0;     // Opcode
-  std::uint32_t fn = 0;         // ReduceFn or ScanFn
-  std::uint32_t dtype = 0;      // DType of the input elements (output: same, argmax -> i32)
-  std::uint32_t flags = 0;      // TaskFlag bits
+  std::uint32_t opcode = 0; // Opcode
+  std::uint32_t fn = 0;     // ReduceFn or ScanFn
+  std::uint32_t dtype = 0;  // DType of the input elements (output: same, argmax -> i32)
+  std::uint32_t flags = 0;  // TaskFlag bits
   std::uint32_t in_buffer = kNoBuffer;
   std::uint32_t out_buffer = kNoBuffer;
   std::uint32_t level = 0;      // topological depth
@@ -54,18 +54,18 @@ struct alignas(16) TaskDesc {
   std::uint32_t graph_task = 0; // index of the graph task this lowers (for errors and traces)
   std::uint32_t param2 = 0;     // select: the threshold's bits (in the input's dtype)
   std::uint32_t reserved1 = 0;
-  std::int64_t in_offset = 0;   // element offset of the input view in its buffer
-  std::int64_t out_offset = 0;  // element offset of the output view in its buffer
-  std::int64_t rows = 0;        // input view is rows x cols, row-major, contiguous; 1-D views: rows == 1
+  std::int64_t in_offset = 0;  // element offset of the input view in its buffer
+  std::int64_t out_offset = 0; // element offset of the output view in its buffer
+  std::int64_t rows = 0;       // input view is rows x cols, row-major, contiguous; 1-D views: rows == 1
   std::int64_t cols = 0;
   std::int64_t tile_size = 0;   // elements per tile (reduce_all, scan_all) or rows per tile (row ops)
   std::uint64_t scratch = 0;    // byte offset in the state arena: partials (reduce_all), look-back words (scan_all,
                                 // select), count rows (histogram, scatter; scatter: then one ready word per tile)
   std::uint64_t counter = 0;    // byte offset in the state arena of the arrival counter line (reduce_all, histogram)
-  std::uint64_t aux_offset = 0;    // element offset of the second operand: scatter's offsets (read), select's count
+  std::uint64_t aux_offset = 0; // element offset of the second operand: scatter's offsets (read), select's count
   std::uint32_t aux_buffer = kNoBuffer; // (written)
-  std::uint32_t param = 0;         // histogram / scatter: bins; select: CmpFn
-  std::uint64_t out_size = 0;      // elements of the output view (scatter bounds its positions by it)
+  std::uint32_t param = 0;              // histogram / scatter: bins; select: CmpFn
+  std::uint64_t out_size = 0;           // elements of the output view (scatter bounds its positions by it)
 };
 static_assert(sizeof(TaskDesc) == 128 && alignof(TaskDesc) == 16);
 static_assert(std::is_trivially_copyable_v<TaskDesc>);
@@ -88,7 +88,7 @@ struct alignas(16) DepDesc {
   std::uint32_t task = 0;
   std::uint32_t tile_begin = 0; // DepKind::tiles only
   std::uint32_t tile_end = 0;
-  std::uint32_t kind = 0;       // DepKind
+  std::uint32_t kind = 0; // DepKind
 };
 static_assert(sizeof(DepDesc) == 16 && std::is_trivially_copyable_v<DepDesc>);
 
@@ -112,12 +112,12 @@ enum class ErrorCode : std::uint32_t {
 // What a wait was waiting on when the watchdog fired.
 enum class WaitKind : std::uint32_t {
   none = 0,
-  task_counter = 1,  // DepKind::task
-  tile_flag = 2,     // DepKind::tiles
-  sentinel = 3,      // a value still holding the sentinel payload
-  lookback = 4,      // a scan carry word of an earlier tile
-  barrier = 5,       // the gridflow grid barrier
-  claim = 6,         // (reserved)
+  task_counter = 1, // DepKind::task
+  tile_flag = 2,    // DepKind::tiles
+  sentinel = 3,     // a value still holding the sentinel payload
+  lookback = 4,     // a scan carry word of an earlier tile
+  barrier = 5,      // the gridflow grid barrier
+  claim = 6,        // (reserved)
 };
 
 // First error of a run; written once (the first block to CAS `code` from 0 wins).
@@ -184,9 +184,9 @@ inline constexpr std::size_t kLine = 128; // every counter and flag owns one lin
 
 // Fixed part of the state arena; program-dependent arrays follow at offsets in StateLayout.
 struct alignas(128) ControlBlock {
-  ErrorRecord error;               // first error of the run
+  ErrorRecord error; // first error of the run
   unsigned char pad0[kLine - sizeof(ErrorRecord)];
-  std::uint32_t abort;             // nonzero: every block leaves at its next check
+  std::uint32_t abort; // nonzero: every block leaves at its next check
   unsigned char pad1[kLine - sizeof(std::uint32_t)];
 };
 static_assert(sizeof(ControlBlock) == 2 * kLine);

@@ -81,8 +81,12 @@ GRIDFLOW_HOST_DEVICE std::uint64_t load_word(std::uint64_t* word) {
   return atomic_ref<std::uint64_t>(*word).load(cuda::std::memory_order_acquire);
 }
 
-GRIDFLOW_HOST_DEVICE std::uint32_t word_epoch(std::uint64_t w) { return static_cast<std::uint32_t>(w >> 32); }
-GRIDFLOW_HOST_DEVICE std::uint32_t word_payload(std::uint64_t w) { return static_cast<std::uint32_t>(w); }
+GRIDFLOW_HOST_DEVICE std::uint32_t word_epoch(std::uint64_t w) {
+  return static_cast<std::uint32_t>(w >> 32);
+}
+GRIDFLOW_HOST_DEVICE std::uint32_t word_payload(std::uint64_t w) {
+  return static_cast<std::uint32_t>(w);
+}
 
 // ---- errors and the watchdog ------------------------------------------------------------------------------
 
@@ -161,14 +165,17 @@ struct Backoff {
 template <class Observe, class Done>
 GRIDFLOW_HOST_DEVICE bool wait_until(const WaitSite& site, const WaitTarget& target, Observe observe, Done done) {
   std::uint64_t seen = observe();
-  if (done(seen)) return true;
+  if (done(seen))
+    return true;
   const std::uint64_t start = now_ns();
   Backoff backoff{site.pacing};
   for (;;) {
     backoff.pause();
     seen = observe();
-    if (done(seen)) return true;
-    if (is_aborted(site.control)) return false;
+    if (done(seen))
+      return true;
+    if (is_aborted(site.control))
+      return false;
     const std::uint64_t waited = now_ns() - start;
     if (site.timeout_ns != 0 && waited > site.timeout_ns) {
       program::ErrorRecord r;
@@ -222,7 +229,9 @@ GRIDFLOW_HOST_DEVICE bool wait_word(const WaitSite& site, const WaitTarget& targ
 // created, starting at 1) is complete when the counter reaches g * participants. Arrive and wait are split
 // so a block can do independent work in between. One release RMW per block, one acquire observation.
 
-GRIDFLOW_HOST_DEVICE void barrier_arrive(std::uint64_t* counter) { signal_counter(counter, 1); }
+GRIDFLOW_HOST_DEVICE void barrier_arrive(std::uint64_t* counter) {
+  signal_counter(counter, 1);
+}
 
 GRIDFLOW_HOST_DEVICE bool barrier_wait(const WaitSite& site, std::uint64_t* counter, std::uint64_t generation,
                                        std::uint32_t participants) {
@@ -263,7 +272,8 @@ GRIDFLOW_HOST_DEVICE std::uint64_t lookback_level_size(std::uint32_t num_tiles, 
 // Word offset of `level`'s first entry.
 GRIDFLOW_HOST_DEVICE std::uint64_t lookback_level_offset(std::uint32_t num_tiles, std::uint32_t level) {
   std::uint64_t offset = 0;
-  for (std::uint32_t k = 0; k < level; ++k) offset += lookback_level_size(num_tiles, k);
+  for (std::uint32_t k = 0; k < level; ++k)
+    offset += lookback_level_size(num_tiles, k);
   return offset;
 }
 

@@ -9,10 +9,10 @@
 namespace gridflow {
 
 struct RunResult {
-  double elapsed_ms = 0.0;               // submit to completion (GPU: CUDA events around the launch)
-  std::uint32_t blocks = 0;              // blocks (workers) that ran
-  std::uint32_t barriers_per_block = 0;  // grid barriers each block passed (trace sizing)
-  std::vector<program::TileTrace> tiles; // per global tile, when traced
+  double elapsed_ms = 0.0;                     // submit to completion (GPU: CUDA events around the launch)
+  std::uint32_t blocks = 0;                    // blocks (workers) that ran
+  std::uint32_t barriers_per_block = 0;        // grid barriers each block passed (trace sizing)
+  std::vector<program::TileTrace> tiles;       // per global tile, when traced
   std::vector<program::BarrierTrace> barriers; // [block * barriers_per_block + k], when traced
 };
 

@@ -11,7 +11,9 @@
 namespace gridflow::program {
 
 // The op table's properties (op_traits.hpp) under the names the tile code uses.
-GRIDFLOW_HOST_DEVICE bool is_row_op(std::uint32_t opcode) { return op_has(kRowOps, opcode); }
+GRIDFLOW_HOST_DEVICE bool is_row_op(std::uint32_t opcode) {
+  return op_has(kRowOps, opcode);
+}
 
 // Half-open range of items (rows for row ops, elements otherwise) relative to the task's view.
 struct ItemRange {
@@ -34,21 +36,29 @@ GRIDFLOW_HOST_DEVICE ItemRange tile_items(const TaskDesc& t, std::uint32_t k) {
 }
 
 // Input elements per item, output elements per item.
-GRIDFLOW_HOST_DEVICE std::int64_t input_per_item(const TaskDesc& t) { return is_row_op(t.opcode) ? t.cols : 1; }
+GRIDFLOW_HOST_DEVICE std::int64_t input_per_item(const TaskDesc& t) {
+  return is_row_op(t.opcode) ? t.cols : 1;
+}
 GRIDFLOW_HOST_DEVICE std::int64_t output_per_item(const TaskDesc& t) {
   return op_has(kOnePerItemOps, t.opcode) ? 1 : input_per_item(t);
 }
 
 // True for the counting ops (histogram, scatter, select): integer bookkeeping whose outputs land away from the
 // tile's input range, which read and write with plain accesses only (never polled, never sentinel outputs).
-GRIDFLOW_HOST_DEVICE bool is_counting_op(std::uint32_t opcode) { return op_has(kCountingOps, opcode); }
+GRIDFLOW_HOST_DEVICE bool is_counting_op(std::uint32_t opcode) {
+  return op_has(kCountingOps, opcode);
+}
 
 // True when tile k's outputs are final as soon as tile k signals and lie over its own input range.
-GRIDFLOW_HOST_DEVICE bool output_is_tile_local(const TaskDesc& t) { return op_has(kTileLocalOps, t.opcode); }
+GRIDFLOW_HOST_DEVICE bool output_is_tile_local(const TaskDesc& t) {
+  return op_has(kTileLocalOps, t.opcode);
+}
 
 // True when a tile waits for earlier tiles of its own task (look-back carries, scatter rows): one launch of
 // such a task needs all its tiles co-resident.
-GRIDFLOW_HOST_DEVICE bool waits_on_own_tiles(std::uint32_t opcode) { return op_has(kOwnTileOps, opcode); }
+GRIDFLOW_HOST_DEVICE bool waits_on_own_tiles(std::uint32_t opcode) {
+  return op_has(kOwnTileOps, opcode);
+}
 
 // True when the task's tiles share state in the arena (partials, counters, look-back words, count rows).
 GRIDFLOW_HOST_DEVICE bool has_cross_tile_state(const TaskDesc& t) {

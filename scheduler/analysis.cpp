@@ -20,8 +20,10 @@ namespace gridflow {
 std::string hazard_names(std::uint32_t hazards) {
   std::string s;
   auto add = [&](std::uint32_t bit, const char* name) {
-    if (!(hazards & bit)) return;
-    if (!s.empty()) s += '|';
+    if (!(hazards & bit))
+      return;
+    if (!s.empty())
+      s += '|';
     s += name;
   };
   add(kHazardRaw, "RAW");
@@ -32,11 +34,17 @@ std::string hazard_names(std::uint32_t hazards) {
 }
 
 namespace {
-bool is_integral(double v) { return std::isfinite(v) && std::floor(v) == v; }
+bool is_integral(double v) {
+  return std::isfinite(v) && std::floor(v) == v;
+}
 } // namespace
 
-bool reads_aux(OpKind op) { return kind_traits(op).aux == program::AuxUse::read; }
-bool writes_aux(OpKind op) { return kind_traits(op).aux == program::AuxUse::write; }
+bool reads_aux(OpKind op) {
+  return kind_traits(op).aux == program::AuxUse::read;
+}
+bool writes_aux(OpKind op) {
+  return kind_traits(op).aux == program::AuxUse::write;
+}
 
 bool overlaps(const ResolvedView& a, const ResolvedView& b) {
   return a.buffer == b.buffer && a.offset < b.end() && b.offset < a.end() && a.elements() > 0 && b.elements() > 0;
@@ -53,15 +61,22 @@ bool fits_dtype(DType d, double v) {
 
 namespace {
 
-std::string in_quotes(std::string_view s) { return fmt::format("'{}'", s); }
+std::string in_quotes(std::string_view s) {
+  return fmt::format("'{}'", s);
+}
 
-std::string shape_text(const std::vector<std::int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
 
 std::string view_text(const ViewSpec& v) {
   std::string s = fmt::format("{{buffer '{}', offset {}", v.buffer, v.offset);
-  if (v.length) s += fmt::format(", length {}", *v.length);
-  if (v.rows) s += fmt::format(", rows {}", *v.rows);
-  if (v.cols) s += fmt::format(", cols {}", *v.cols);
+  if (v.length)
+    s += fmt::format(", length {}", *v.length);
+  if (v.rows)
+    s += fmt::format(", rows {}", *v.rows);
+  if (v.cols)
+    s += fmt::format(", cols {}", *v.cols);
   return s + "}";
 }
 
@@ -73,7 +88,8 @@ std::string dtype_range_text(DType d) {
 void validate_init(const Buffer& b) {
   const bool i32 = b.dtype == DType::i32;
   auto need_value = [&](const char* field, double v) {
-    if (!fits_dtype(b.dtype, v)) throw_buffer_error(b.name, field, fmt::format("{}", v), dtype_range_text(b.dtype));
+    if (!fits_dtype(b.dtype, v))
+      throw_buffer_error(b.name, field, fmt::format("{}", v), dtype_range_text(b.dtype));
   };
   if (const auto* u = std::get_if<InitUniform>(&b.init)) {
     need_value("init.uniform.low", u->low);
@@ -100,7 +116,8 @@ void validate_init(const Buffer& b) {
   } else if (const auto* c = std::get_if<InitConstant>(&b.init)) {
     need_value("init.constant", c->value);
   } else if (const auto* f = std::get_if<InitFile>(&b.init)) {
-    if (f->path.empty()) throw_buffer_error(b.name, "init.file", "\"\"", "needs a path");
+    if (f->path.empty())
+      throw_buffer_error(b.name, "init.file", "\"\"", "needs a path");
     if (has_control_chars(f->path))
       throw_buffer_error(b.name, "init.file", printable(f->path), "control characters are refused in paths");
   } else if (const auto* h = std::get_if<InitHost>(&b.init)) {
@@ -118,20 +135,24 @@ void validate_name(const std::string& name, std::size_t index, bool task) {
   auto fail = [&](std::string_view value, std::string_view why) {
     task ? throw_task_error(who, "name", value, why) : throw_buffer_error(who, "name", value, why);
   };
-  if (name.empty()) fail("\"\"", task ? "tasks need a non-empty name" : "buffers need a non-empty name");
-  if (has_control_chars(name)) fail(printable(name), "control characters are refused in names");
+  if (name.empty())
+    fail("\"\"", task ? "tasks need a non-empty name" : "buffers need a non-empty name");
+  if (has_control_chars(name))
+    fail(printable(name), "control characters are refused in names");
 }
 
 std::unordered_map<std::string, std::uint32_t> validate_buffers(const Graph& g) {
   if (g.buffers().size() > kMaxBuffers)
     throw_graph_error(g.name(), fmt::format("{} buffers exceed the limit of {}", g.buffers().size(), kMaxBuffers));
-  if (has_control_chars(g.name())) throw_graph_error(g.name(), "control characters are refused in the graph's name");
+  if (has_control_chars(g.name()))
+    throw_graph_error(g.name(), "control characters are refused in the graph's name");
   std::unordered_map<std::string, std::uint32_t> index;
   std::map<std::string, std::string> saved_by; // normalized save path -> buffer
   for (std::uint32_t i = 0; i < g.buffers().size(); ++i) {
     const Buffer& b = g.buffers()[i];
     validate_name(b.name, i, false);
-    if (!index.emplace(b.name, i).second) throw_buffer_error(b.name, "name", in_quotes(b.name), "defined twice");
+    if (!index.emplace(b.name, i).second)
+      throw_buffer_error(b.name, "name", in_quotes(b.name), "defined twice");
     if (!b.save.empty()) {
       if (has_control_chars(b.save))
         throw_buffer_error(b.name, "save", printable(b.save), "control characters are refused in paths");
@@ -144,7 +165,8 @@ std::unordered_map<std::string, std::uint32_t> validate_buffers(const Graph& g) 
       throw_buffer_error(b.name, "shape", shape_text(b.shape), "must be [n] or [rows, cols]");
     std::int64_t n = 1;
     for (std::int64_t d : b.shape) {
-      if (d < 0) throw_buffer_error(b.name, "shape", shape_text(b.shape), "dimensions must be >= 0");
+      if (d < 0)
+        throw_buffer_error(b.name, "shape", shape_text(b.shape), "dimensions must be >= 0");
       if (d > 0 && n > kMaxBufferElements / d)
         throw_buffer_error(b.name, "shape", shape_text(b.shape),
                            fmt::format("more than the limit of {} elements", kMaxBufferElements));
@@ -163,16 +185,21 @@ ResolvedView resolve_view(const Graph& g, const std::unordered_map<std::string, 
   const std::string f(field);
   auto it = index.find(v.buffer);
   if (it == index.end())
-    throw_task_error(t.name, f + ".buffer", in_quotes(v.buffer), v.buffer.empty() ? "missing" : "no buffer of that name");
+    throw_task_error(t.name, f + ".buffer", in_quotes(v.buffer),
+                     v.buffer.empty() ? "missing" : "no buffer of that name");
   const Buffer& b = g.buffers()[it->second];
-  if (v.offset < 0) throw_task_error(t.name, f + ".offset", fmt::format("{}", v.offset), "must be >= 0");
+  if (v.offset < 0)
+    throw_task_error(t.name, f + ".offset", fmt::format("{}", v.offset), "must be >= 0");
   if (v.length && (v.rows || v.cols))
     throw_task_error(t.name, f, view_text(v), "give either length or rows and cols, not both");
   if (v.rows.has_value() != v.cols.has_value())
     throw_task_error(t.name, f, view_text(v), "rows and cols go together");
-  if (v.length && *v.length < 0) throw_task_error(t.name, f + ".length", fmt::format("{}", *v.length), "must be >= 0");
-  if (v.rows && *v.rows < 0) throw_task_error(t.name, f + ".rows", fmt::format("{}", *v.rows), "must be >= 0");
-  if (v.cols && *v.cols < 0) throw_task_error(t.name, f + ".cols", fmt::format("{}", *v.cols), "must be >= 0");
+  if (v.length && *v.length < 0)
+    throw_task_error(t.name, f + ".length", fmt::format("{}", *v.length), "must be >= 0");
+  if (v.rows && *v.rows < 0)
+    throw_task_error(t.name, f + ".rows", fmt::format("{}", *v.rows), "must be >= 0");
+  if (v.cols && *v.cols < 0)
+    throw_task_error(t.name, f + ".cols", fmt::format("{}", *v.cols), "must be >= 0");
 
   ResolvedView r;
   r.buffer = it->second;
@@ -222,9 +249,11 @@ using SegmentMap = std::map<std::int64_t, Segment>;
 // Split so that a segment starts exactly at `at` (if inside the map's range).
 void split_at(SegmentMap& m, std::int64_t at) {
   auto it = m.upper_bound(at);
-  if (it == m.begin()) return;
+  if (it == m.begin())
+    return;
   --it;
-  if (it->first == at || it->second.end <= at) return;
+  if (it->first == at || it->second.end <= at)
+    return;
   Segment right = it->second;
   it->second.end = at;
   m.emplace(at, std::move(right));
@@ -236,18 +265,21 @@ public:
     maps_.resize(g.buffers().size());
     for (std::size_t b = 0; b < maps_.size(); ++b) {
       const std::int64_t n = g.buffers()[b].elements();
-      if (n > 0) maps_[b].emplace(0, Segment{n, -1, {}});
+      if (n > 0)
+        maps_[b].emplace(0, Segment{n, -1, {}});
     }
   }
 
   void read(std::uint32_t task, const ResolvedView& v) {
     for_each_segment(v, [&](std::int64_t begin, Segment& s) {
-      if (s.writer >= 0) add_edge(static_cast<std::uint32_t>(s.writer), task, kHazardRaw);
+      if (s.writer >= 0)
+        add_edge(static_cast<std::uint32_t>(s.writer), task, kHazardRaw);
       else if (std::holds_alternative<std::monostate>(g_.buffers()[v.buffer].init))
         throw_task_error(g_.tasks()[task].name, "in", in_quotes(g_.buffers()[v.buffer].name),
                          fmt::format("reads elements [{}, {}) before any task writes them, and the buffer has no init",
                                      begin, s.end));
-      if (s.readers.empty() || s.readers.back() != task) s.readers.push_back(task);
+      if (s.readers.empty() || s.readers.back() != task)
+        s.readers.push_back(task);
     });
   }
 
@@ -256,7 +288,8 @@ public:
       if (s.writer >= 0 && static_cast<std::uint32_t>(s.writer) != task)
         add_edge(static_cast<std::uint32_t>(s.writer), task, kHazardWaw);
       for (std::uint32_t r : s.readers)
-        if (r != task) add_edge(r, task, kHazardWar);
+        if (r != task)
+          add_edge(r, task, kHazardWar);
       s.writer = task;
       s.readers.clear();
     });
@@ -274,11 +307,13 @@ public:
 
 private:
   template <class F> void for_each_segment(const ResolvedView& v, F f) {
-    if (v.elements() == 0) return;
+    if (v.elements() == 0)
+      return;
     SegmentMap& m = maps_[v.buffer];
     split_at(m, v.offset);
     split_at(m, v.end());
-    for (auto it = m.find(v.offset); it != m.end() && it->first < v.end(); ++it) f(it->first, it->second);
+    for (auto it = m.find(v.offset); it != m.end() && it->first < v.end(); ++it)
+      f(it->first, it->second);
   }
 
   const Graph& g_;
@@ -291,7 +326,8 @@ private:
                                const std::vector<std::uint32_t>& remaining_indegree) {
   // Walk predecessors from a blocked task until a task repeats; every blocked task has a blocked predecessor.
   std::uint32_t start = 0;
-  while (remaining_indegree[start] == 0) ++start;
+  while (remaining_indegree[start] == 0)
+    ++start;
   std::vector<std::uint32_t> path;
   std::vector<std::int64_t> pos(g.tasks().size(), -1);
   std::uint32_t cur = start;
@@ -312,7 +348,8 @@ private:
     const std::uint32_t from = cycle[i], to = cycle[(i + 1) % cycle.size()];
     std::uint32_t hz = 0;
     for (const Dependency& d : deps[to])
-      if (d.producer == from) hz = d.hazards;
+      if (d.producer == from)
+        hz = d.hazards;
     text += fmt::format("'{}' -({})-> ", g.tasks()[from].name, hazard_names(hz));
   }
   text += fmt::format("'{}'", g.tasks()[cycle.front()].name);
@@ -325,8 +362,10 @@ Analysis analyze(const Graph& g) {
   Analysis a;
   a.buffer_index = validate_buffers(g);
   const std::size_t n = g.tasks().size();
-  if (n == 0) throw_graph_error(g.name(), "has no tasks (an empty graph runs nothing: add at least one task)");
-  if (n > kMaxTasks) throw_graph_error(g.name(), fmt::format("{} tasks exceed the limit of {}", n, kMaxTasks));
+  if (n == 0)
+    throw_graph_error(g.name(), "has no tasks (an empty graph runs nothing: add at least one task)");
+  if (n > kMaxTasks)
+    throw_graph_error(g.name(), fmt::format("{} tasks exceed the limit of {}", n, kMaxTasks));
 
   std::unordered_map<std::string, std::uint32_t> task_index;
   a.in.resize(n);
@@ -335,13 +374,16 @@ Analysis analyze(const Graph& g) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const Task& t = g.tasks()[i];
     validate_name(t.name, i, true);
-    if (!task_index.emplace(t.name, i).second) throw_task_error(t.name, "name", in_quotes(t.name), "defined twice");
+    if (!task_index.emplace(t.name, i).second)
+      throw_task_error(t.name, "name", in_quotes(t.name), "defined twice");
     const OpKindTraits& kind = kind_traits(t.op);
     a.in[i] = resolve_view(g, a.buffer_index, t, t.in, "in");
     a.out[i] = resolve_view(g, a.buffer_index, t, t.out, "out");
-    if (kind.aux != program::AuxUse::none) a.aux[i] = resolve_view(g, a.buffer_index, t, t.aux, kind.aux_key);
+    if (kind.aux != program::AuxUse::none)
+      a.aux[i] = resolve_view(g, a.buffer_index, t, t.aux, kind.aux_key);
     else if (!t.aux.buffer.empty())
-      throw_task_error(t.name, "aux", in_quotes(t.aux.buffer), fmt::format("a {} task takes no third view", to_string(t.op)));
+      throw_task_error(t.name, "aux", in_quotes(t.aux.buffer),
+                       fmt::format("a {} task takes no third view", to_string(t.op)));
     kind.validate({g, t, a.in[i], a.out[i], a.aux[i] ? &*a.aux[i] : nullptr});
   }
 
@@ -351,7 +393,8 @@ Analysis analyze(const Graph& g) {
   HazardTracker tracker(g, a.deps);
   for (std::uint32_t i = 0; i < n; ++i) {
     tracker.read(i, a.in[i]);
-    if (reads_aux(g.tasks()[i].op)) tracker.read(i, *a.aux[i]);
+    if (reads_aux(g.tasks()[i].op))
+      tracker.read(i, *a.aux[i]);
     tracker.write(i, a.out[i]);
     ++a.writers[a.out[i].buffer];
     if (writes_aux(g.tasks()[i].op)) {
@@ -364,13 +407,16 @@ Analysis analyze(const Graph& g) {
     for (std::size_t k = 0; k < t.after.size(); ++k) {
       auto it = task_index.find(t.after[k]);
       const std::string field = fmt::format("after[{}]", k);
-      if (it == task_index.end()) throw_task_error(t.name, field, in_quotes(t.after[k]), "no task of that name");
-      if (it->second == i) throw_task_error(t.name, field, in_quotes(t.after[k]), "a task cannot follow itself");
+      if (it == task_index.end())
+        throw_task_error(t.name, field, in_quotes(t.after[k]), "no task of that name");
+      if (it->second == i)
+        throw_task_error(t.name, field, in_quotes(t.after[k]), "a task cannot follow itself");
       tracker.add_edge(it->second, i, kHazardAfter);
     }
   }
   for (auto& list : a.deps)
-    std::sort(list.begin(), list.end(), [](const Dependency& x, const Dependency& y) { return x.producer < y.producer; });
+    std::sort(list.begin(), list.end(),
+              [](const Dependency& x, const Dependency& y) { return x.producer < y.producer; });
 
   // Kahn's algorithm in declaration order; levels = longest path from a source.
   std::vector<std::vector<std::uint32_t>> consumers(n);
@@ -383,7 +429,8 @@ Analysis analyze(const Graph& g) {
   a.level.assign(n, 0);
   std::vector<std::uint32_t> ready;
   for (std::uint32_t i = 0; i < n; ++i)
-    if (indegree[i] == 0) ready.push_back(i);
+    if (indegree[i] == 0)
+      ready.push_back(i);
   std::size_t done = 0;
   while (!ready.empty()) {
     const std::uint32_t p = ready.back();
@@ -391,13 +438,16 @@ Analysis analyze(const Graph& g) {
     ++done;
     for (std::uint32_t c : consumers[p]) {
       a.level[c] = std::max(a.level[c], a.level[p] + 1);
-      if (--indegree[c] == 0) ready.push_back(c);
+      if (--indegree[c] == 0)
+        ready.push_back(c);
     }
   }
-  if (done != n) report_cycle(g, a.deps, indegree);
+  if (done != n)
+    report_cycle(g, a.deps, indegree);
 
   a.order.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) a.order[i] = i;
+  for (std::uint32_t i = 0; i < n; ++i)
+    a.order[i] = i;
   std::stable_sort(a.order.begin(), a.order.end(),
                    [&](std::uint32_t x, std::uint32_t y) { return a.level[x] < a.level[y]; });
   a.num_levels = 1 + *std::max_element(a.level.begin(), a.level.end());

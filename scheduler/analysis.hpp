@@ -47,15 +47,15 @@ struct Dependency {
 };
 
 struct Analysis {
-  std::vector<ResolvedView> in;                // per task
-  std::vector<ResolvedView> out;               // per task
+  std::vector<ResolvedView> in;                 // per task
+  std::vector<ResolvedView> out;                // per task
   std::vector<std::optional<ResolvedView>> aux; // per task: scatter's offsets (read), select's count (written)
-  std::vector<std::vector<Dependency>> deps;   // per task: direct predecessors, sorted by producer
-  std::vector<std::uint32_t> level;            // per task: 0 for tasks without predecessors
-  std::vector<std::uint32_t> order;            // all tasks, sorted by (level, declaration index)
+  std::vector<std::vector<Dependency>> deps;    // per task: direct predecessors, sorted by producer
+  std::vector<std::uint32_t> level;             // per task: 0 for tasks without predecessors
+  std::vector<std::uint32_t> order;             // all tasks, sorted by (level, declaration index)
   std::uint32_t num_levels = 0;
   std::unordered_map<std::string, std::uint32_t> buffer_index;
-  std::vector<std::uint32_t> writers;          // per buffer: how many tasks write it
+  std::vector<std::uint32_t> writers; // per buffer: how many tasks write it
 };
 
 Analysis analyze(const Graph& graph);

@@ -25,9 +25,11 @@ std::uint64_t splitmix64(std::uint64_t x) {
 F32Range f32_values_in(double low, double high) {
   constexpr float inf = std::numeric_limits<float>::infinity();
   float first = static_cast<float>(low);
-  if (static_cast<double>(first) < low) first = std::nextafter(first, inf);
+  if (static_cast<double>(first) < low)
+    first = std::nextafter(first, inf);
   float last = static_cast<float>(high);
-  if (static_cast<double>(last) >= high) last = std::nextafter(last, -inf);
+  if (static_cast<double>(last) >= high)
+    last = std::nextafter(last, -inf);
   return {first, last};
 }
 
@@ -63,19 +65,23 @@ InputFile open_checked(const Buffer& b, const InitFile& f, const FilePolicy& fil
 } // namespace
 
 void check_init_file(const Buffer& b, const FilePolicy& files) {
-  if (const auto* f = std::get_if<InitFile>(&b.init)) open_checked(b, *f, files);
+  if (const auto* f = std::get_if<InitFile>(&b.init))
+    open_checked(b, *f, files);
 }
 
 HostTensor initial_data(const Buffer& b, const FilePolicy& files) {
   // A file is checked before the memory is taken.
   InputFile file;
-  if (const auto* f = std::get_if<InitFile>(&b.init)) file = open_checked(b, *f, files);
+  if (const auto* f = std::get_if<InitFile>(&b.init))
+    file = open_checked(b, *f, files);
   HostTensor t = allocate_host(b);
   const std::int64_t n = b.elements();
   const bool i32 = b.dtype == DType::i32;
   auto set = [&](std::int64_t i, double v) {
-    if (i32) t.i32()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(v);
-    else t.f32()[static_cast<std::size_t>(i)] = static_cast<float>(v);
+    if (i32)
+      t.i32()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(v);
+    else
+      t.f32()[static_cast<std::size_t>(i)] = static_cast<float>(v);
   };
   if (const auto* u = std::get_if<InitUniform>(&b.init)) {
     // f32: [low, high) after rounding to f32 as well (a sample next to either end may round past it).
@@ -90,13 +96,16 @@ HostTensor initial_data(const Buffer& b, const FilePolicy& files) {
       }
     }
   } else if (const auto* io = std::get_if<InitIota>(&b.init)) {
-    for (std::int64_t i = 0; i < n; ++i) set(i, io->start + io->step * static_cast<double>(i));
+    for (std::int64_t i = 0; i < n; ++i)
+      set(i, io->start + io->step * static_cast<double>(i));
   } else if (const auto* c = std::get_if<InitConstant>(&b.init)) {
-    for (std::int64_t i = 0; i < n; ++i) set(i, c->value);
+    for (std::int64_t i = 0; i < n; ++i)
+      set(i, c->value);
   } else if (std::holds_alternative<InitFile>(b.init)) {
     file.read_all(t.data(), t.bytes(), fmt::format("buffer '{}': init.file", printable(b.name)));
   } else if (const auto* h = std::get_if<InitHost>(&b.init)) {
-    if (h->bytes && h->bytes->size() == t.bytes() && !h->bytes->empty()) std::memcpy(t.data(), h->bytes->data(), t.bytes());
+    if (h->bytes && h->bytes->size() == t.bytes() && !h->bytes->empty())
+      std::memcpy(t.data(), h->bytes->data(), t.bytes());
   } else {
     t.fill_bits(poison_bits(b.dtype));
   }
@@ -106,7 +115,8 @@ HostTensor initial_data(const Buffer& b, const FilePolicy& files) {
 std::vector<HostTensor> initial_data(const Graph& graph, const FilePolicy& files) {
   std::vector<HostTensor> out;
   out.reserve(graph.buffers().size());
-  for (const Buffer& b : graph.buffers()) out.push_back(initial_data(b, files));
+  for (const Buffer& b : graph.buffers())
+    out.push_back(initial_data(b, files));
   return out;
 }
 

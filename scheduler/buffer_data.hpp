@@ -15,7 +15,9 @@ namespace gridflow {
 // Poison written into every output before a run, so an element the run never wrote cannot pass a check.
 inline constexpr std::uint32_t kPoisonF32Bits = 0xffc0deadu; // a negative quiet NaN
 inline constexpr std::uint32_t kPoisonI32Bits = 0xdeadbeefu;
-inline std::uint32_t poison_bits(DType d) { return d == DType::f32 ? kPoisonF32Bits : kPoisonI32Bits; }
+inline std::uint32_t poison_bits(DType d) {
+  return d == DType::f32 ? kPoisonF32Bits : kPoisonI32Bits;
+}
 
 // The f32 values in [low, high): from the smallest f32 >= low to the largest f32 < high (empty when first > last).
 struct F32Range {

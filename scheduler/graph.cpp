@@ -11,7 +11,8 @@ std::int64_t Buffer::elements() const {
   std::int64_t n = 1;
   for (std::int64_t d : shape) {
     const std::optional<std::int64_t> next = checked::mul(n, d);
-    if (!next) return std::numeric_limits<std::int64_t>::max(); // validation refuses it (kMaxBufferElements)
+    if (!next)
+      return std::numeric_limits<std::int64_t>::max(); // validation refuses it (kMaxBufferElements)
     n = *next;
   }
   return shape.empty() ? 0 : n;
@@ -44,7 +45,8 @@ std::string Graph::add_buffer(std::string name, DType dtype, std::vector<std::in
 namespace {
 template <class T> InitHost host_bytes(const std::vector<T>& data) {
   auto bytes = std::make_shared<std::vector<std::byte>>(data.size() * sizeof(T));
-  if (!data.empty()) std::memcpy(bytes->data(), data.data(), bytes->size());
+  if (!data.empty())
+    std::memcpy(bytes->data(), data.data(), bytes->size());
   return InitHost{std::move(bytes)};
 }
 } // namespace
@@ -130,13 +132,15 @@ Task& Graph::select(std::string name, ViewSpec in, ViewSpec out, ViewSpec count,
 
 const Buffer* Graph::find_buffer(const std::string& name) const {
   for (const Buffer& b : buffers_)
-    if (b.name == name) return &b;
+    if (b.name == name)
+      return &b;
   return nullptr;
 }
 
 Buffer* Graph::find_buffer(const std::string& name) {
   for (Buffer& b : buffers_)
-    if (b.name == name) return &b;
+    if (b.name == name)
+      return &b;
   return nullptr;
 }
 

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include <initializer_list>
-#include <span>
-#include <vector>
 #include <limits>
 #include <optional>
+#include <span>
+#include <vector>
 
 namespace gridflow {
 namespace {
@@ -20,22 +20,31 @@ using nlohmann::json;
 
 std::string type_text(const json& j) {
   switch (j.type()) {
-  case json::value_t::null: return "null";
-  case json::value_t::boolean: return fmt::format("boolean {}", j.dump());
-  case json::value_t::string: return fmt::format("string {}", j.dump());
+  case json::value_t::null:
+    return "null";
+  case json::value_t::boolean:
+    return fmt::format("boolean {}", j.dump());
+  case json::value_t::string:
+    return fmt::format("string {}", j.dump());
   case json::value_t::number_integer:
-  case json::value_t::number_unsigned: return fmt::format("integer {}", j.dump());
-  case json::value_t::number_float: return fmt::format("number {}", j.dump());
-  case json::value_t::array: return "an array";
-  case json::value_t::object: return "an object";
-  default: return "something else";
+  case json::value_t::number_unsigned:
+    return fmt::format("integer {}", j.dump());
+  case json::value_t::number_float:
+    return fmt::format("number {}", j.dump());
+  case json::value_t::array:
+    return "an array";
+  case json::value_t::object:
+    return "an object";
+  default:
+    return "something else";
   }
 }
 
 // A position in the document: the source name and the JSON path, for error messages.
 class Node {
 public:
-  Node(const json& j, std::string source, std::string path) : j_(j), source_(std::move(source)), path_(std::move(path)) {}
+  Node(const json& j, std::string source, std::string path)
+      : j_(j), source_(std::move(source)), path_(std::move(path)) {}
 
   const json& raw() const { return j_; }
   const std::string& path() const { return path_; }
@@ -49,29 +58,36 @@ public:
   bool has(std::string_view k) const { return j_.contains(std::string(k)); }
 
   const json::object_t& object() const {
-    if (!j_.is_object()) fail("expected an object, got " + type_text(j_));
+    if (!j_.is_object())
+      fail("expected an object, got " + type_text(j_));
     return j_.get_ref<const json::object_t&>();
   }
   const json::array_t& array() const {
-    if (!j_.is_array()) fail("expected an array, got " + type_text(j_));
+    if (!j_.is_array())
+      fail("expected an array, got " + type_text(j_));
     return j_.get_ref<const json::array_t&>();
   }
   std::string string() const {
-    if (!j_.is_string()) fail("expected a string, got " + type_text(j_));
+    if (!j_.is_string())
+      fail("expected a string, got " + type_text(j_));
     return j_.get<std::string>();
   }
   bool boolean() const {
-    if (!j_.is_boolean()) fail("expected true or false, got " + type_text(j_));
+    if (!j_.is_boolean())
+      fail("expected true or false, got " + type_text(j_));
     return j_.get<bool>();
   }
   double number() const {
-    if (!j_.is_number()) fail("expected a number, got " + type_text(j_));
+    if (!j_.is_number())
+      fail("expected a number, got " + type_text(j_));
     return j_.get<double>();
   }
   std::int64_t integer() const {
-    if (j_.is_number_unsigned() && j_.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    if (j_.is_number_unsigned() &&
+        j_.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       fail("integer too large: " + j_.dump());
-    if (!j_.is_number_integer()) fail("expected an integer, got " + type_text(j_));
+    if (!j_.is_number_integer())
+      fail("expected an integer, got " + type_text(j_));
     return j_.get<std::int64_t>();
   }
   std::uint64_t unsigned_integer() const {
@@ -87,16 +103,19 @@ public:
   void only_keys(std::span<const std::string_view> allowed, std::string_view context) const {
     for (const auto& [k, v] : object()) {
       bool ok = false;
-      for (std::string_view a : allowed) ok = ok || a == k;
+      for (std::string_view a : allowed)
+        ok = ok || a == k;
       if (!ok) {
         std::string list;
-        for (std::string_view a : allowed) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", a);
+        for (std::string_view a : allowed)
+          list += fmt::format("{}'{}'", list.empty() ? "" : ", ", a);
         Node(v, source_, join(k)).fail(fmt::format("unknown key for {} (known keys: {})", context, list));
       }
     }
   }
   Node required(std::string_view k, std::string_view context) const {
-    if (!has(k)) fail(fmt::format("{} needs the key '{}'", context, k));
+    if (!has(k))
+      fail(fmt::format("{} needs the key '{}'", context, k));
     return key(k);
   }
 
@@ -110,32 +129,40 @@ private:
 template <class E> E parse_enum(const Node& n, std::optional<E> (*parse)(std::string_view), std::string_view choices) {
   const std::string s = n.string();
   const std::optional<E> e = parse(s);
-  if (!e) n.fail(fmt::format("\"{}\" is not one of {}", s, choices));
+  if (!e)
+    n.fail(fmt::format("\"{}\" is not one of {}", s, choices));
   return *e;
 }
 
 Init parse_init(const Node& n) {
   const auto& obj = n.object();
-  if (obj.size() != 1) n.fail("init takes exactly one of 'uniform', 'iota', 'constant', 'file'");
+  if (obj.size() != 1)
+    n.fail("init takes exactly one of 'uniform', 'iota', 'constant', 'file'");
   n.only_keys({"uniform", "iota", "constant", "file"}, "an init");
   if (n.has("uniform")) {
     const Node u = n.key("uniform");
     u.only_keys({"low", "high", "seed"}, "a uniform init");
     InitUniform v;
-    if (u.has("low")) v.low = u.key("low").number();
-    if (u.has("high")) v.high = u.key("high").number();
-    if (u.has("seed")) v.seed = u.key("seed").unsigned_integer();
+    if (u.has("low"))
+      v.low = u.key("low").number();
+    if (u.has("high"))
+      v.high = u.key("high").number();
+    if (u.has("seed"))
+      v.seed = u.key("seed").unsigned_integer();
     return v;
   }
   if (n.has("iota")) {
     const Node io = n.key("iota");
     io.only_keys({"start", "step"}, "an iota init");
     InitIota v;
-    if (io.has("start")) v.start = io.key("start").number();
-    if (io.has("step")) v.step = io.key("step").number();
+    if (io.has("start"))
+      v.start = io.key("start").number();
+    if (io.has("step"))
+      v.step = io.key("step").number();
     return v;
   }
-  if (n.has("constant")) return InitConstant{n.key("constant").number()};
+  if (n.has("constant"))
+    return InitConstant{n.key("constant").number()};
   return InitFile{n.key("file").string()};
 }
 
@@ -145,20 +172,28 @@ Buffer parse_buffer(const Node& n) {
   b.name = n.required("name", "a buffer").string();
   b.dtype = parse_enum<DType>(n.required("dtype", "a buffer"), &parse_dtype, "\"f32\", \"i32\"");
   const Node shape = n.required("shape", "a buffer");
-  for (std::size_t i = 0; i < shape.array().size(); ++i) b.shape.push_back(shape.index(i).integer());
-  if (n.has("init")) b.init = parse_init(n.key("init"));
-  if (n.has("save")) b.save = n.key("save").string();
+  for (std::size_t i = 0; i < shape.array().size(); ++i)
+    b.shape.push_back(shape.index(i).integer());
+  if (n.has("init"))
+    b.init = parse_init(n.key("init"));
+  if (n.has("save"))
+    b.save = n.key("save").string();
   return b;
 }
 
 ViewSpec parse_view(const Node& n) {
-  if (n.raw().is_string()) return ViewSpec(n.string());
+  if (n.raw().is_string())
+    return ViewSpec(n.string());
   n.only_keys({"buffer", "offset", "length", "rows", "cols"}, "a view");
   ViewSpec v(n.required("buffer", "a view").string());
-  if (n.has("offset")) v.offset = n.key("offset").integer();
-  if (n.has("length")) v.length = n.key("length").integer();
-  if (n.has("rows")) v.rows = n.key("rows").integer();
-  if (n.has("cols")) v.cols = n.key("cols").integer();
+  if (n.has("offset"))
+    v.offset = n.key("offset").integer();
+  if (n.has("length"))
+    v.length = n.key("length").integer();
+  if (n.has("rows"))
+    v.rows = n.key("rows").integer();
+  if (n.has("cols"))
+    v.cols = n.key("cols").integer();
   return v;
 }
 
@@ -166,35 +201,47 @@ Task parse_task(const Node& n) {
   Task t;
   static const std::string op_choices = [] {
     std::string s;
-    for (const OpKindTraits& k : all_kinds()) s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", to_string(k.kind));
+    for (const OpKindTraits& k : all_kinds())
+      s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", to_string(k.kind));
     return s;
   }();
   t.op = parse_enum<OpKind>(n.required("op", "a task"), &parse_op_kind, op_choices);
   const OpKindTraits& kind = kind_traits(t.op);
   const std::string context = fmt::format("a {} task", to_string(t.op));
   std::vector<std::string_view> allowed = {"name", "op", "in", "out", "after"};
-  for (const OpKey& k : kind.keys) allowed.push_back(k.name);
+  for (const OpKey& k : kind.keys)
+    allowed.push_back(k.name);
   n.only_keys(allowed, context);
   for (const OpKey& k : kind.keys)
-    if (k.required) (void)n.required(k.name, context);
-  if (kind.rows_only) t.axis = Axis::row;
+    if (k.required)
+      (void)n.required(k.name, context);
+  if (kind.rows_only)
+    t.axis = Axis::row;
   // The option keys (only those of the op's row passed only_keys).
   if (n.has("fn")) {
     const Node fn = n.key("fn");
-    if (!kind.set_fn(t, fn.string())) fn.fail(fmt::format("\"{}\" is not one of {}", fn.string(), kind.fn_choices));
+    if (!kind.set_fn(t, fn.string()))
+      fn.fail(fmt::format("\"{}\" is not one of {}", fn.string(), kind.fn_choices));
   }
-  if (n.has("exclusive")) t.exclusive = n.key("exclusive").boolean();
-  if (n.has("log")) t.log = n.key("log").boolean();
-  if (n.has("cmp")) t.cmp = parse_enum<CmpFn>(n.key("cmp"), &parse_cmp_fn, "\"gt\", \"ge\", \"lt\", \"le\", \"eq\", \"ne\"");
-  if (n.has("threshold")) t.threshold = n.key("threshold").number();
-  if (kind.aux_key != nullptr) t.aux = parse_view(n.key(kind.aux_key));
+  if (n.has("exclusive"))
+    t.exclusive = n.key("exclusive").boolean();
+  if (n.has("log"))
+    t.log = n.key("log").boolean();
+  if (n.has("cmp"))
+    t.cmp = parse_enum<CmpFn>(n.key("cmp"), &parse_cmp_fn, "\"gt\", \"ge\", \"lt\", \"le\", \"eq\", \"ne\"");
+  if (n.has("threshold"))
+    t.threshold = n.key("threshold").number();
+  if (kind.aux_key != nullptr)
+    t.aux = parse_view(n.key(kind.aux_key));
   t.name = n.required("name", "a task").string();
-  if (n.has("axis")) t.axis = parse_enum<Axis>(n.key("axis"), &parse_axis, "\"all\", \"row\"");
+  if (n.has("axis"))
+    t.axis = parse_enum<Axis>(n.key("axis"), &parse_axis, "\"all\", \"row\"");
   t.in = parse_view(n.required("in", "a task"));
   t.out = parse_view(n.required("out", "a task"));
   if (n.has("after")) {
     const Node after = n.key("after");
-    for (std::size_t i = 0; i < after.array().size(); ++i) t.after.push_back(after.index(i).string());
+    for (std::size_t i = 0; i < after.array().size(); ++i)
+      t.after.push_back(after.index(i).string());
   }
   return t;
 }
@@ -244,8 +291,10 @@ public:
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
     std::string why = ex.what();
-    if (const auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
-    else if (const auto q = why.find("] "); q != std::string::npos) why = why.substr(q + 2);
+    if (const auto p = why.find("parse error"); p != std::string::npos)
+      why = why.substr(p);
+    else if (const auto q = why.find("] "); q != std::string::npos)
+      why = why.substr(q + 2);
     error_position_ = position;
     error_ = why;
     return false;
@@ -301,7 +350,8 @@ private:
     std::string s;
     for (std::size_t i = 1; i < levels_.size(); ++i)
       s += levels_[i].name.front() == '[' || s.empty() ? printable(levels_[i].name) : "." + printable(levels_[i].name);
-    if (!key.empty()) s += s.empty() ? printable(key) : "." + printable(key);
+    if (!key.empty())
+      s += s.empty() ? printable(key) : "." + printable(key);
     return s.empty() ? "(top level)" : s;
   }
 
@@ -313,12 +363,17 @@ private:
 };
 
 json view_json(const ViewSpec& v) {
-  if (v.offset == 0 && !v.length && !v.rows && !v.cols) return v.buffer;
+  if (v.offset == 0 && !v.length && !v.rows && !v.cols)
+    return v.buffer;
   json j = {{"buffer", v.buffer}};
-  if (v.offset != 0) j["offset"] = v.offset;
-  if (v.length) j["length"] = *v.length;
-  if (v.rows) j["rows"] = *v.rows;
-  if (v.cols) j["cols"] = *v.cols;
+  if (v.offset != 0)
+    j["offset"] = v.offset;
+  if (v.length)
+    j["length"] = *v.length;
+  if (v.rows)
+    j["rows"] = *v.rows;
+  if (v.cols)
+    j["cols"] = *v.cols;
   return j;
 }
 
@@ -341,13 +396,15 @@ Graph parse_graph(std::string_view text, std::string_view source) {
   root.only_keys({"gridflow", "name", "buffers", "tasks"}, "a graph");
   const std::int64_t version = root.required("gridflow", "a graph (the format version)").integer();
   if (version != kJsonFormatVersion)
-    root.key("gridflow").fail(fmt::format("format version {} is not supported (this gridflow reads {})", version,
-                                          kJsonFormatVersion));
+    root.key("gridflow")
+        .fail(fmt::format("format version {} is not supported (this gridflow reads {})", version, kJsonFormatVersion));
   Graph g(root.has("name") ? root.key("name").string() : "graph");
   const Node buffers = root.required("buffers", "a graph");
-  for (std::size_t i = 0; i < buffers.array().size(); ++i) g.add_buffer(parse_buffer(buffers.index(i)));
+  for (std::size_t i = 0; i < buffers.array().size(); ++i)
+    g.add_buffer(parse_buffer(buffers.index(i)));
   const Node tasks = root.required("tasks", "a graph");
-  for (std::size_t i = 0; i < tasks.array().size(); ++i) g.add_task(parse_task(tasks.index(i)));
+  for (std::size_t i = 0; i < tasks.array().size(); ++i)
+    g.add_task(parse_task(tasks.index(i)));
   return g;
 }
 
@@ -366,7 +423,8 @@ Graph load_graph(const std::filesystem::path& path) {
 }
 
 std::string graph_to_json(const Graph& g, int indent) {
-  json doc = {{"gridflow", kJsonFormatVersion}, {"name", g.name()}, {"buffers", json::array()}, {"tasks", json::array()}};
+  json doc = {
+      {"gridflow", kJsonFormatVersion}, {"name", g.name()}, {"buffers", json::array()}, {"tasks", json::array()}};
   for (const Buffer& b : g.buffers()) {
     json jb = {{"name", b.name}, {"dtype", to_string(b.dtype)}, {"shape", b.shape}};
     if (const auto* u = std::get_if<InitUniform>(&b.init))
@@ -379,24 +437,33 @@ std::string graph_to_json(const Graph& g, int indent) {
       jb["init"] = {{"file", f->path}};
     else if (std::holds_alternative<InitHost>(b.init))
       throw_buffer_error(b.name, "init", "host data", "cannot be written as JSON: save it to a file and use init.file");
-    if (!b.save.empty()) jb["save"] = b.save;
+    if (!b.save.empty())
+      jb["save"] = b.save;
     doc["buffers"].push_back(std::move(jb));
   }
   for (const Task& t : g.tasks()) {
     const OpKindTraits& kind = kind_traits(t.op);
     json jt = {{"name", t.name}, {"op", to_string(t.op)}};
     for (const OpKey& k : kind.keys) {
-      if (k.name == "fn") jt["fn"] = kind.fn_name(t);
-      else if (k.name == "axis" && !kind.rows_only) jt["axis"] = to_string(t.axis);
-      else if (k.name == "exclusive") jt["exclusive"] = t.exclusive;
-      else if (k.name == "log") jt["log"] = t.log;
-      else if (k.name == "cmp") jt["cmp"] = to_string(t.cmp);
-      else if (k.name == "threshold") jt["threshold"] = t.threshold;
-      else if (kind.aux_key != nullptr && k.name == kind.aux_key) jt[std::string(k.name)] = view_json(t.aux);
+      if (k.name == "fn")
+        jt["fn"] = kind.fn_name(t);
+      else if (k.name == "axis" && !kind.rows_only)
+        jt["axis"] = to_string(t.axis);
+      else if (k.name == "exclusive")
+        jt["exclusive"] = t.exclusive;
+      else if (k.name == "log")
+        jt["log"] = t.log;
+      else if (k.name == "cmp")
+        jt["cmp"] = to_string(t.cmp);
+      else if (k.name == "threshold")
+        jt["threshold"] = t.threshold;
+      else if (kind.aux_key != nullptr && k.name == kind.aux_key)
+        jt[std::string(k.name)] = view_json(t.aux);
     }
     jt["in"] = view_json(t.in);
     jt["out"] = view_json(t.out);
-    if (!t.after.empty()) jt["after"] = t.after;
+    if (!t.after.empty())
+      jt["after"] = t.after;
     doc["tasks"].push_back(std::move(jt));
   }
   return doc.dump(indent) + (indent >= 0 ? "\n" : "");

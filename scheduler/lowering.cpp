@@ -29,7 +29,9 @@ constexpr std::uint64_t kLine = program::kLine;
 static_assert(kMaxTiles < program::kNoTile && kMaxDeps < program::kNoTile, "ids stay clear of kNoTile");
 
 using checked::ceil_div;
-std::uint64_t align_line(std::uint64_t x) { return ceil_div(x, kLine) * kLine; }
+std::uint64_t align_line(std::uint64_t x) {
+  return ceil_div(x, kLine) * kLine;
+}
 
 // Every TilePolicy field in a range where the tile arithmetic cannot overflow (items <= kMaxBufferElements,
 // grid blocks < 2^32): an out-of-range policy (from the API or the command line) is refused by name.
@@ -63,17 +65,19 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
     const std::int64_t chunks = ceil_div(std::max<std::int64_t>(items, 1), chunk * spread);
     return chunk * std::clamp<std::int64_t>(chunks, 1, std::max<std::uint32_t>(p.scan_chunks_per_tile, 1));
   }
-  case Opcode::select: return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
+  case Opcode::select:
+    return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
   case Opcode::histogram:
   case Opcode::scatter: {
     // At most about one tile per block: the histogram's last tile folds one count row per tile, and each scatter
     // tile folds the rows of every earlier tile.
-    const std::int64_t want = std::max(kernels::kCountingMinTile, ceil_div(std::max<std::int64_t>(items, 1), std::int64_t{o.grid_blocks}));
+    const std::int64_t want =
+        std::max(kernels::kCountingMinTile, ceil_div(std::max<std::int64_t>(items, 1), std::int64_t{o.grid_blocks}));
     return ceil_div(want, 1024) * 1024;
   }
   default: {
-    const bool short_softmax = d.opcode == static_cast<std::uint32_t>(Opcode::softmax_rows) &&
-                               d.cols <= kernels::kShortRowMaxCols;
+    const bool short_softmax =
+        d.opcode == static_cast<std::uint32_t>(Opcode::softmax_rows) && d.cols <= kernels::kShortRowMaxCols;
     const std::int64_t target = short_softmax ? p.short_softmax_tile_elements : p.row_tile_elements;
     const std::int64_t by_size = std::max<std::int64_t>(1, target / std::max<std::int64_t>(d.cols, 1));
     const std::int64_t by_spread = std::max<std::int64_t>(1, ceil_div(items, spread));
@@ -99,7 +103,8 @@ std::pair<std::uint32_t, std::uint32_t> producer_tiles(const TaskDesc& p, Footpr
   const std::int64_t out_end = p.out_offset + program::task_items(p) * program::output_per_item(p);
   const std::int64_t first = std::max(f.first, p.out_offset);
   const std::int64_t last = std::min(f.last, out_end);
-  if (first >= last || w <= 0) return {0, 0};
+  if (first >= last || w <= 0)
+    return {0, 0};
   return {static_cast<std::uint32_t>((first - p.out_offset) / w),
           static_cast<std::uint32_t>((last - 1 - p.out_offset) / w + 1)};
 }
@@ -107,8 +112,9 @@ std::pair<std::uint32_t, std::uint32_t> producer_tiles(const TaskDesc& p, Footpr
 bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
   const ResolvedView& out = a.out[task];
   const Buffer& b = g.buffers()[out.buffer];
-  return !kind_traits(g.tasks()[task].op).counting && b.dtype == DType::f32 && std::holds_alternative<std::monostate>(b.init) &&
-         a.writers[out.buffer] == 1 && a.in[task].buffer != out.buffer;
+  return !kind_traits(g.tasks()[task].op).counting && b.dtype == DType::f32 &&
+         std::holds_alternative<std::monostate>(b.init) && a.writers[out.buffer] == 1 &&
+         a.in[task].buffer != out.buffer;
 }
 
 // Static schedule: list scheduling in global tile order by estimated finish time; a block that ran a producer
@@ -130,7 +136,8 @@ void schedule_static(LoweredProgram& p) {
       level_start = level_end + kBarrierNs;
     }
     const program::ItemRange r = program::tile_items(task, tile.index);
-    const double bytes = 4.0 * static_cast<double>(r.size()) * (program::input_per_item(task) + program::output_per_item(task));
+    const double bytes =
+        4.0 * static_cast<double>(r.size()) * (program::input_per_item(task) + program::output_per_item(task));
     const double cost = kTileOverheadNs + kNsPerByte * bytes;
     // Earliest start on any block, and on each block that ran a producer tile.
     double ready_any = level_start;
@@ -154,7 +161,8 @@ void schedule_static(LoweredProgram& p) {
       double ready_b = level_start;
       for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
         const DepDesc& dep = p.deps[d];
-        if (dep.kind == static_cast<std::uint32_t>(DepKind::task)) ready_b = std::max(ready_b, task_finish[dep.task] + kHopNs);
+        if (dep.kind == static_cast<std::uint32_t>(DepKind::task))
+          ready_b = std::max(ready_b, task_finish[dep.task] + kHopNs);
         else
           for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k) {
             const std::uint32_t pg = p.tasks[dep.task].first_tile + k;
@@ -189,12 +197,15 @@ void schedule_static(LoweredProgram& p) {
 void elide_local_dependencies(LoweredProgram& p) {
   std::vector<std::uint32_t> block_of(p.tiles.size(), 0);
   for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
-    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) block_of[p.block_tiles[i]] = b;
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i)
+      block_of[p.block_tiles[i]] = b;
   auto local = [&](const DepDesc& dep, std::uint32_t consumer) {
-    if (dep.kind != static_cast<std::uint32_t>(DepKind::tiles)) return false;
+    if (dep.kind != static_cast<std::uint32_t>(DepKind::tiles))
+      return false;
     const std::uint32_t first = p.tasks[dep.task].first_tile;
     for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k)
-      if (block_of[first + k] != block_of[consumer]) return false;
+      if (block_of[first + k] != block_of[consumer])
+        return false;
     return true;
   };
   std::vector<DepDesc> kept;
@@ -205,10 +216,12 @@ void elide_local_dependencies(LoweredProgram& p) {
   for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
     TileDesc& t = p.tiles[g];
     bool any_local = false;
-    for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d) any_local = any_local || local(p.deps[d], g);
+    for (std::uint32_t d = t.dep_first; d < t.dep_first + t.dep_count; ++d)
+      any_local = any_local || local(p.deps[d], g);
     if (!any_local) {
       const auto [it, fresh] = moved.try_emplace({t.dep_first, t.dep_count}, static_cast<std::uint32_t>(kept.size()));
-      if (fresh) kept.insert(kept.end(), p.deps.begin() + t.dep_first, p.deps.begin() + t.dep_first + t.dep_count);
+      if (fresh)
+        kept.insert(kept.end(), p.deps.begin() + t.dep_first, p.deps.begin() + t.dep_first + t.dep_count);
       t.dep_first = it->second;
     } else {
       const std::uint32_t first = static_cast<std::uint32_t>(kept.size());
@@ -220,13 +233,15 @@ void elide_local_dependencies(LoweredProgram& p) {
     p.local_begin.push_back(static_cast<std::uint32_t>(p.local_deps.size()));
   }
   p.deps = std::move(kept);
-  if (p.local_deps.empty()) p.local_begin.clear();
+  if (p.local_deps.empty())
+    p.local_begin.clear();
 }
 
 } // namespace
 
 void assign_signal_flags(LoweredProgram& p) {
-  for (TaskDesc& t : p.tasks) t.flags &= ~(program::kSignalTiles | program::kSignalCounter);
+  for (TaskDesc& t : p.tasks)
+    t.flags &= ~(program::kSignalTiles | program::kSignalCounter);
   for (const DepDesc& dep : p.deps)
     p.tasks[dep.task].flags |=
         dep.kind == static_cast<std::uint32_t>(DepKind::task) ? program::kSignalCounter : program::kSignalTiles;
@@ -243,14 +258,17 @@ void assign_state_layout(LoweredProgram& p) {
   L.task_done = at;
   at += kLine * p.tasks.size();
   L.tile_flags = p.uses_tile_flags ? at : 0;
-  if (p.uses_tile_flags) at += kLine * p.tiles.size();
+  if (p.uses_tile_flags)
+    at += kLine * p.tiles.size();
   L.barrier = at;
   at += kLine;
   L.scratch = at;
   for (TaskDesc& d : p.tasks) {
-    if (d.num_tiles <= 1) continue;
+    if (d.num_tiles <= 1)
+      continue;
     switch (program::op_traits(d.opcode).scratch) {
-    case program::Scratch::none: break;
+    case program::Scratch::none:
+      break;
     case program::Scratch::partials:
       d.counter = at;
       at += kLine;
@@ -277,10 +295,11 @@ void assign_state_layout(LoweredProgram& p) {
 }
 
 LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOptions& o) {
-  if (o.grid_blocks == 0) throw GraphError("lowering: grid_blocks must be >= 1");
+  if (o.grid_blocks == 0)
+    throw GraphError("lowering: grid_blocks must be >= 1");
   if (o.threads_per_block == 0 || o.threads_per_block % 32 != 0 || o.threads_per_block > 1024)
-    throw GraphError(fmt::format("lowering: threads_per_block = {}: must be a multiple of 32 in [32, 1024]",
-                                 o.threads_per_block));
+    throw GraphError(
+        fmt::format("lowering: threads_per_block = {}: must be a multiple of 32 in [32, 1024]", o.threads_per_block));
   if (o.grid_blocks > kMaxGridBlocks)
     throw GraphError(fmt::format("lowering: grid_blocks = {}: must be at most {}", o.grid_blocks, kMaxGridBlocks));
   validate_policy(o.tiles);
@@ -290,7 +309,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   p.grid_blocks = o.grid_blocks;
   p.threads_per_block = o.threads_per_block;
   p.scan_chunk = o.threads_per_block * o.tiles.scan_items_per_thread;
-  for (const Buffer& b : graph.buffers()) p.buffers.push_back({b.name, b.dtype, b.elements(), false});
+  for (const Buffer& b : graph.buffers())
+    p.buffers.push_back({b.name, b.dtype, b.elements(), false});
 
   // 1. Tasks in topological order, each cut into tiles.
   const std::size_t n = graph.tasks().size();
@@ -324,14 +344,15 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     const std::int64_t items = program::task_items(d);
     std::int64_t tiles = ceil_div(items, std::max<std::int64_t>(d.tile_size, 1));
     // Ops that write something even for an empty input (a value, zero counts, a zero count) need a tile.
-    if (program::op_has(program::kEmptyWriterOps, d.opcode)) tiles = std::max<std::int64_t>(tiles, 1);
+    if (program::op_has(program::kEmptyWriterOps, d.opcode))
+      tiles = std::max<std::int64_t>(tiles, 1);
     d.first_tile = static_cast<std::uint32_t>(tiles_total);
     d.num_tiles = static_cast<std::uint32_t>(tiles);
     tiles_total += static_cast<std::uint64_t>(tiles);
     if (tiles_total > kMaxTiles)
-      throw_task_error(t.name, "in", fmt::format("{} elements", in.elements()),
-                       fmt::format("the program would hold {} tiles, more than the limit of {}", tiles_total,
-                                   kMaxTiles));
+      throw_task_error(
+          t.name, "in", fmt::format("{} elements", in.elements()),
+          fmt::format("the program would hold {} tiles, more than the limit of {}", tiles_total, kMaxTiles));
     device_of[gi] = pos;
     p.tasks.push_back(d);
     p.task_names.push_back(t.name);
@@ -341,7 +362,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   // The graph's edges in device-task numbering (every mode), for analysis.
   p.pred_begin.push_back(0);
   for (std::uint32_t pos = 0; pos < n; ++pos) {
-    for (const Dependency& dep : a.deps[a.order[pos]]) p.pred_tasks.push_back(device_of[dep.producer]);
+    for (const Dependency& dep : a.deps[a.order[pos]])
+      p.pred_tasks.push_back(device_of[dep.producer]);
     p.pred_begin.push_back(static_cast<std::uint32_t>(p.pred_tasks.size()));
   }
 
@@ -353,7 +375,7 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
         sentinel_task[gi] = true;
         BufferInfo& b = p.buffers[a.out[gi].buffer];
         b.sentinel = true;
-        b.sentinel_offset = a.out[gi].offset; // only what the writer produces: elements nobody writes keep
+        b.sentinel_offset = a.out[gi].offset;    // only what the writer produces: elements nobody writes keep
         b.sentinel_count = a.out[gi].elements(); // their contents
         p.tasks[device_of[gi]].flags |= program::kSentinelOutput;
       }
@@ -387,7 +409,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     const std::uint32_t shared_first = static_cast<std::uint32_t>(p.deps.size());
     for (const Need& need : needs)
       if (!need.per_tile)
-        p.deps.push_back({need.producer, 0, p.tasks[need.producer].num_tiles, static_cast<std::uint32_t>(DepKind::task)});
+        p.deps.push_back(
+            {need.producer, 0, p.tasks[need.producer].num_tiles, static_cast<std::uint32_t>(DepKind::task)});
     const std::uint32_t shared_count = static_cast<std::uint32_t>(p.deps.size()) - shared_first;
     const bool any_per_tile = std::any_of(needs.begin(), needs.end(), [](const Need& x) { return x.per_tile; });
     for (std::uint32_t k = 0; k < c.num_tiles; ++k) {
@@ -395,12 +418,15 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
       if (any_per_tile) {
         // Copy the shared deps next to this tile's own, so each tile's list is one contiguous range.
         tile.dep_first = static_cast<std::uint32_t>(p.deps.size());
-        for (std::uint32_t s = 0; s < shared_count; ++s) p.deps.push_back(p.deps[shared_first + s]);
+        for (std::uint32_t s = 0; s < shared_count; ++s)
+          p.deps.push_back(p.deps[shared_first + s]);
         for (const Need& need : needs) {
-          if (!need.per_tile) continue;
+          if (!need.per_tile)
+            continue;
           TaskDesc& prod = p.tasks[need.producer];
           const auto [lo, hi] = producer_tiles(prod, tile_input(c, k));
-          if (lo >= hi) continue;
+          if (lo >= hi)
+            continue;
           if (lo == 0 && hi == prod.num_tiles) {
             p.deps.push_back({need.producer, 0, hi, static_cast<std::uint32_t>(DepKind::task)});
           } else {
@@ -420,8 +446,10 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
 
   // 4. Levels: tiles are level-major because tasks are.
   p.level_begin.assign(a.num_levels + 1, 0);
-  for (const TaskDesc& d : p.tasks) p.level_begin[d.level + 1] += d.num_tiles;
-  for (std::uint32_t l = 0; l < a.num_levels; ++l) p.level_begin[l + 1] += p.level_begin[l];
+  for (const TaskDesc& d : p.tasks)
+    p.level_begin[d.level + 1] += d.num_tiles;
+  for (std::uint32_t l = 0; l < a.num_levels; ++l)
+    p.level_begin[l + 1] += p.level_begin[l];
 
   // 5. State arena.
   assign_state_layout(p);
@@ -445,8 +473,8 @@ std::string describe(const LoweredProgram& p, bool list_tiles) {
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const TaskDesc& d = p.tasks[i];
     s += fmt::format("  task {:>4} '{}': {} level {} tiles [{}, +{}) tile_size {} view {}x{} flags {:#x}\n", i,
-                     p.task_names[i], program::op_traits(d.opcode).name, d.level,
-                     d.first_tile, d.num_tiles, d.tile_size, d.rows, d.cols, d.flags);
+                     p.task_names[i], program::op_traits(d.opcode).name, d.level, d.first_tile, d.num_tiles,
+                     d.tile_size, d.rows, d.cols, d.flags);
     if (d.num_tiles > 0) {
       const TileDesc& t0 = p.tiles[d.first_tile];
       for (std::uint32_t k = t0.dep_first; k < t0.dep_first + t0.dep_count; ++k) {

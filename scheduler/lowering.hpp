@@ -29,7 +29,7 @@ inline constexpr std::uint32_t kMaxGridBlocks = 1u << 16;
 // Every field is checked by lower() (GraphError naming it): sizes in [1, kMaxBufferElements], waves in [1, 1024],
 // scan items and chunks in [1, 64].
 struct TilePolicy {
-  std::int64_t reduce_min_tile = 4096;      // elements
+  std::int64_t reduce_min_tile = 4096; // elements
   // Target elements per row-op tile (fewer tiles: fewer claims, signals and end-of-tile barriers), and per tile of
   // short softmax rows (<= kernels::kShortRowMaxCols columns, a warp per row). H200, run 50: 262144 against 65536
   // took softmax 4096 / 32768 columns 9% / 8% and the row reduce 14% faster; run 54: 1048576 (at 1 wave) took them

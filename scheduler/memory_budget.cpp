@@ -22,9 +22,11 @@ std::optional<std::uint64_t> read_number(const std::string& path, const std::str
   std::ifstream in(path);
   std::string word;
   while (in >> word) {
-    if (!key.empty() && word != key) continue;
+    if (!key.empty() && word != key)
+      continue;
     std::uint64_t v = 0;
-    if (in >> v) return v;
+    if (in >> v)
+      return v;
     return std::nullopt; // "max" and the like: no limit
   }
   return std::nullopt;
@@ -35,7 +37,8 @@ std::string cgroup_dir() {
   std::ifstream in("/proc/self/cgroup");
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+    if (line.rfind("0::", 0) == 0)
+      return "/sys/fs/cgroup" + line.substr(3);
   return {};
 }
 
@@ -44,17 +47,20 @@ std::uint64_t cgroup_room() {
   if (!dir.empty()) {
     const auto max = read_number(dir + "/memory.max");
     const auto cur = read_number(dir + "/memory.current");
-    if (max && cur) return *max > *cur ? *max - *cur : 0;
+    if (max && cur)
+      return *max > *cur ? *max - *cur : 0;
   }
   const auto limit = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes"); // cgroup v1
   const auto usage = read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-  if (limit && usage && *limit < (std::uint64_t{1} << 60)) return *limit > *usage ? *limit - *usage : 0;
+  if (limit && usage && *limit < (std::uint64_t{1} << 60))
+    return *limit > *usage ? *limit - *usage : 0;
   return kNoLimit;
 }
 
 std::uint64_t address_space_room() {
   rlimit r{};
-  if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return kNoLimit;
+  if (::getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+    return kNoLimit;
   const auto pages = read_number("/proc/self/statm"); // first field: mapped pages
   const std::uint64_t mapped = pages ? *pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
   return r.rlim_cur > mapped ? r.rlim_cur - mapped : 0;
@@ -86,7 +92,8 @@ std::uint64_t buffer_bytes(const Buffer& b) {
 } // namespace
 
 std::string byte_text(std::uint64_t bytes) {
-  if (bytes == kNoLimit) return "more than 16 EiB";
+  if (bytes == kNoLimit)
+    return "more than 16 EiB";
   constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
@@ -116,15 +123,18 @@ MemoryNeed memory_needed(const Graph& g, const LoweredProgram& p, const MemoryUs
   checked::Sum<std::uint64_t> host, device;
   host += data.ok() ? data.value() : kNoLimit; // initial contents
   host += data.ok() ? data.value() : kNoLimit; // CPU: the run's buffers, also the results; GPU: the results
-  if (use.check) host += check.ok() ? check.value() : kNoLimit;
+  if (use.check)
+    host += check.ok() ? check.value() : kNoLimit;
   if (use.gpu) {
     device += data.ok() ? data.value() : kNoLimit;
     device += program_bytes(p);
-    if (use.trace) device += trace_bytes(p);
+    if (use.trace)
+      device += trace_bytes(p);
   } else {
     host += program_bytes(p);
   }
-  if (use.trace) host += trace_bytes(p);
+  if (use.trace)
+    host += trace_bytes(p);
   need.host_bytes = host.ok() ? host.value() : kNoLimit;
   need.device_bytes = use.gpu ? (device.ok() ? device.value() : kNoLimit) : 0;
   std::stable_sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -135,8 +145,10 @@ MemoryNeed memory_needed(const Graph& g, const LoweredProgram& p, const MemoryUs
 
 std::uint64_t host_memory_available() {
   std::uint64_t room = kNoLimit;
-  if (const auto kb = read_number("/proc/meminfo", "MemAvailable:")) room = *kb * 1024;
-  else room = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (const auto kb = read_number("/proc/meminfo", "MemAvailable:"))
+    room = *kb * 1024;
+  else
+    room = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   return std::min({room, cgroup_room(), address_space_room()});
 }
 
@@ -151,7 +163,8 @@ void check_memory_budget(const Graph& g, const MemoryNeed& need, std::uint64_t m
   };
   const std::uint64_t host_budget = max_bytes > 0 ? std::min(max_bytes, host_free) : host_free;
   if (need.host_bytes > host_budget)
-    refuse("host", need.host_bytes, host_budget, max_bytes > 0 && max_bytes <= host_free ? "--max-memory allows" : "available");
+    refuse("host", need.host_bytes, host_budget,
+           max_bytes > 0 && max_bytes <= host_free ? "--max-memory allows" : "available");
   if (need.device_bytes > 0) {
     const std::uint64_t device_budget = max_bytes > 0 ? std::min(max_bytes, device_free) : device_free;
     if (need.device_bytes > device_budget)

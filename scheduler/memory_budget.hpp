@@ -21,7 +21,7 @@ namespace gridflow {
 
 struct MemoryNeed {
   std::uint64_t host_bytes = 0;
-  std::uint64_t device_bytes = 0; // 0 on the CPU backend
+  std::uint64_t device_bytes = 0;                             // 0 on the CPU backend
   std::vector<std::pair<std::string, std::uint64_t>> largest; // the largest buffers, largest first (at most 3)
 };
 

@@ -16,9 +16,13 @@ namespace {
 using program::AuxUse;
 using program::Opcode;
 
-std::string in_quotes(std::string_view s) { return fmt::format("'{}'", s); }
+std::string in_quotes(std::string_view s) {
+  return fmt::format("'{}'", s);
+}
 
-const Buffer& buffer_of(const OpCheck& c, const ResolvedView& v) { return c.graph.buffers()[v.buffer]; }
+const Buffer& buffer_of(const OpCheck& c, const ResolvedView& v) {
+  return c.graph.buffers()[v.buffer];
+}
 
 // The output buffer's dtype is what the op writes.
 void check_output_dtype(const OpCheck& c, std::string_view what) {
@@ -26,20 +30,21 @@ void check_output_dtype(const OpCheck& c, std::string_view what) {
   const Buffer& out = buffer_of(c, c.out);
   const DType want = kind_traits(c.task.op).output_dtype(c.task, in);
   if (out.dtype != want)
-    throw_task_error(c.task.name, "out.buffer", in_quotes(out.name),
-                     fmt::format("is {}, but {} of {} produces {}", to_string(out.dtype), what, to_string(in),
-                                 to_string(want)));
+    throw_task_error(
+        c.task.name, "out.buffer", in_quotes(out.name),
+        fmt::format("is {}, but {} of {} produces {}", to_string(out.dtype), what, to_string(in), to_string(want)));
 }
 
 void check_same_size(const OpCheck& c) {
   if (c.out.elements() != c.in.elements())
-    throw_task_error(c.task.name, "out", fmt::format("{} elements", c.out.elements()),
-                     fmt::format("{} needs as many output elements as inputs ({})", to_string(c.task.op),
-                                 c.in.elements()));
+    throw_task_error(
+        c.task.name, "out", fmt::format("{} elements", c.out.elements()),
+        fmt::format("{} needs as many output elements as inputs ({})", to_string(c.task.op), c.in.elements()));
 }
 
 void check_no_overlap(const OpCheck& c, std::string_view why) {
-  if (overlaps(c.in, c.out)) throw_task_error(c.task.name, "out", in_quotes(buffer_of(c, c.out).name), why);
+  if (overlaps(c.in, c.out))
+    throw_task_error(c.task.name, "out", in_quotes(buffer_of(c, c.out).name), why);
 }
 
 // In place only on exactly the input range.
@@ -55,7 +60,8 @@ void check_in_place(const OpCheck& c) {
 
 void check_i32(const OpCheck& c, const ResolvedView& v, const char* field, std::string_view why) {
   const Buffer& b = buffer_of(c, v);
-  if (b.dtype != DType::i32) throw_task_error(c.task.name, field, in_quotes(b.name), why);
+  if (b.dtype != DType::i32)
+    throw_task_error(c.task.name, field, in_quotes(b.name), why);
 }
 
 // ---- reduce, scan, softmax -------------------------------------------------------------------------------------
@@ -79,8 +85,10 @@ void validate_scan(const OpCheck& c) {
 void validate_softmax(const OpCheck& c) {
   check_output_dtype(c, "softmax");
   const Buffer& in = buffer_of(c, c.in);
-  if (in.dtype != DType::f32) throw_task_error(c.task.name, "in.buffer", in_quotes(in.name), "softmax needs an f32 input");
-  if (c.task.axis != Axis::row) throw_task_error(c.task.name, "axis", "\"all\"", "softmax works on rows");
+  if (in.dtype != DType::f32)
+    throw_task_error(c.task.name, "in.buffer", in_quotes(in.name), "softmax needs an f32 input");
+  if (c.task.axis != Axis::row)
+    throw_task_error(c.task.name, "axis", "\"all\"", "softmax works on rows");
   if (c.in.rows > 0 && c.in.cols < 1)
     throw_task_error(c.task.name, "in.cols", fmt::format("{}", c.in.cols), "softmax needs at least one column");
   check_same_size(c);
@@ -106,7 +114,8 @@ void validate_scatter(const OpCheck& c) {
     throw_task_error(c.task.name, "offsets", fmt::format("{} elements", c.aux->elements()),
                      fmt::format("scatter takes 1 to {} bins (one offset each)", kernels::kScatterMaxBins));
   if (overlaps(*c.aux, c.out))
-    throw_task_error(c.task.name, "out", in_quotes(buffer_of(c, c.out).name), "a scatter cannot write over its offsets");
+    throw_task_error(c.task.name, "out", in_quotes(buffer_of(c, c.out).name),
+                     "a scatter cannot write over its offsets");
   check_no_overlap(c, "a scatter cannot write over its input");
 }
 
@@ -130,9 +139,15 @@ void validate_select(const OpCheck& c) {
   check_no_overlap(c, "a select cannot write over its input");
 }
 
-DType same_dtype(const Task&, DType in) { return in; }
-DType i32_output(const Task&, DType) { return DType::i32; }
-DType reduce_dtype(const Task& t, DType in) { return t.reduce_fn == ReduceFn::argmax ? DType::i32 : in; }
+DType same_dtype(const Task&, DType in) {
+  return in;
+}
+DType i32_output(const Task&, DType) {
+  return DType::i32;
+}
+DType reduce_dtype(const Task& t, DType in) {
+  return t.reduce_fn == ReduceFn::argmax ? DType::i32 : in;
+}
 
 // A row op over a single row lowers to its whole-range form.
 Opcode lower_reduce(const Task& t, const ResolvedView& in) {
@@ -141,39 +156,62 @@ Opcode lower_reduce(const Task& t, const ResolvedView& in) {
 Opcode lower_scan(const Task& t, const ResolvedView& in) {
   return t.axis == Axis::row && in.rows != 1 ? Opcode::scan_rows : Opcode::scan_all;
 }
-Opcode lower_softmax(const Task&, const ResolvedView&) { return Opcode::softmax_rows; }
-Opcode lower_histogram(const Task&, const ResolvedView&) { return Opcode::histogram; }
-Opcode lower_scatter(const Task&, const ResolvedView&) { return Opcode::scatter; }
-Opcode lower_select(const Task&, const ResolvedView&) { return Opcode::select; }
+Opcode lower_softmax(const Task&, const ResolvedView&) {
+  return Opcode::softmax_rows;
+}
+Opcode lower_histogram(const Task&, const ResolvedView&) {
+  return Opcode::histogram;
+}
+Opcode lower_scatter(const Task&, const ResolvedView&) {
+  return Opcode::scatter;
+}
+Opcode lower_select(const Task&, const ResolvedView&) {
+  return Opcode::select;
+}
 
-void encode_reduce(const OpCheck& c, program::TaskDesc& d) { d.fn = static_cast<std::uint32_t>(c.task.reduce_fn); }
+void encode_reduce(const OpCheck& c, program::TaskDesc& d) {
+  d.fn = static_cast<std::uint32_t>(c.task.reduce_fn);
+}
 void encode_scan(const OpCheck& c, program::TaskDesc& d) {
   d.fn = static_cast<std::uint32_t>(c.task.scan_fn);
-  if (c.task.exclusive) d.flags |= program::kExclusive;
+  if (c.task.exclusive)
+    d.flags |= program::kExclusive;
 }
 void encode_softmax(const OpCheck& c, program::TaskDesc& d) {
-  if (c.task.log) d.flags |= program::kLogSoftmax;
+  if (c.task.log)
+    d.flags |= program::kLogSoftmax;
 }
-void encode_histogram(const OpCheck& c, program::TaskDesc& d) { d.param = static_cast<std::uint32_t>(c.out.elements()); }
-void encode_scatter(const OpCheck& c, program::TaskDesc& d) { d.param = static_cast<std::uint32_t>(c.aux->elements()); }
+void encode_histogram(const OpCheck& c, program::TaskDesc& d) {
+  d.param = static_cast<std::uint32_t>(c.out.elements());
+}
+void encode_scatter(const OpCheck& c, program::TaskDesc& d) {
+  d.param = static_cast<std::uint32_t>(c.aux->elements());
+}
 void encode_select(const OpCheck& c, program::TaskDesc& d) {
   d.param = static_cast<std::uint32_t>(c.task.cmp);
-  d.param2 = buffer_of(c, c.in).dtype == DType::f32 ? std::bit_cast<std::uint32_t>(static_cast<float>(c.task.threshold))
-                                                     : static_cast<std::uint32_t>(static_cast<std::int32_t>(c.task.threshold));
+  d.param2 = buffer_of(c, c.in).dtype == DType::f32
+                 ? std::bit_cast<std::uint32_t>(static_cast<float>(c.task.threshold))
+                 : static_cast<std::uint32_t>(static_cast<std::int32_t>(c.task.threshold));
 }
 
 bool set_reduce_fn(Task& t, std::string_view name) {
   const std::optional<ReduceFn> fn = parse_reduce_fn(name);
-  if (fn) t.reduce_fn = *fn;
+  if (fn)
+    t.reduce_fn = *fn;
   return fn.has_value();
 }
 bool set_scan_fn(Task& t, std::string_view name) {
   const std::optional<ScanFn> fn = parse_scan_fn(name);
-  if (fn) t.scan_fn = *fn;
+  if (fn)
+    t.scan_fn = *fn;
   return fn.has_value();
 }
-std::string_view reduce_fn_name(const Task& t) { return to_string(t.reduce_fn); }
-std::string_view scan_fn_name(const Task& t) { return to_string(t.scan_fn); }
+std::string_view reduce_fn_name(const Task& t) {
+  return to_string(t.reduce_fn);
+}
+std::string_view scan_fn_name(const Task& t) {
+  return to_string(t.scan_fn);
+}
 
 constexpr OpKey kReduceKeys[] = {{"fn", false}, {"axis", false}};
 constexpr OpKey kScanKeys[] = {{"fn", false}, {"axis", false}, {"exclusive", false}};
@@ -189,8 +227,19 @@ const OpKindTraits kKinds[] = {
      "\"sum\", \"max\"", set_scan_fn, scan_fn_name},
     {OpKind::softmax, kSoftmaxKeys, AuxUse::none, nullptr, true, false, validate_softmax, same_dtype, lower_softmax,
      encode_softmax, nullptr, nullptr, nullptr},
-    {OpKind::histogram, {}, AuxUse::none, nullptr, false, true, validate_histogram, i32_output, lower_histogram,
-     encode_histogram, nullptr, nullptr, nullptr},
+    {OpKind::histogram,
+     {},
+     AuxUse::none,
+     nullptr,
+     false,
+     true,
+     validate_histogram,
+     i32_output,
+     lower_histogram,
+     encode_histogram,
+     nullptr,
+     nullptr,
+     nullptr},
     {OpKind::scatter, kScatterKeys, AuxUse::read, "offsets", false, true, validate_scatter, i32_output, lower_scatter,
      encode_scatter, nullptr, nullptr, nullptr},
     {OpKind::select, kSelectKeys, AuxUse::write, "count", false, true, validate_select, same_dtype, lower_select,
@@ -202,10 +251,13 @@ static_assert(std::size(kKinds) == kOpKindCount, "one row per graph op");
 
 const OpKindTraits& kind_traits(OpKind kind) {
   const auto i = static_cast<std::size_t>(kind);
-  if (i >= std::size(kKinds) || kKinds[i].kind != kind) throw GraphError(fmt::format("op kind {}: unknown", i));
+  if (i >= std::size(kKinds) || kKinds[i].kind != kind)
+    throw GraphError(fmt::format("op kind {}: unknown", i));
   return kKinds[i];
 }
 
-std::span<const OpKindTraits> all_kinds() { return kKinds; }
+std::span<const OpKindTraits> all_kinds() {
+  return kKinds;
+}
 
 } // namespace gridflow

@@ -34,12 +34,12 @@ struct OpKey {
 };
 
 struct OpKindTraits {
-  OpKind kind;                            // (its name: to_string(kind), kernels/op_types.hpp)
-  std::span<const OpKey> keys;            // the task's own JSON keys
-  program::AuxUse aux;                    // the third view: none, read, written
-  const char* aux_key;                    // its JSON key and field name ("offsets", "count"); null without one
-  bool rows_only;                         // the op always works on rows (axis is row)
-  bool counting;                          // integer bookkeeping (kernels/counting.hpp): never a sentinel output
+  OpKind kind;                 // (its name: to_string(kind), kernels/op_types.hpp)
+  std::span<const OpKey> keys; // the task's own JSON keys
+  program::AuxUse aux;         // the third view: none, read, written
+  const char* aux_key;         // its JSON key and field name ("offsets", "count"); null without one
+  bool rows_only;              // the op always works on rows (axis is row)
+  bool counting;               // integer bookkeeping (kernels/counting.hpp): never a sentinel output
   // Throws GraphError (task, field, value, why) when the views or options break the op's rules.
   void (*validate)(const OpCheck&);
   // The element type written, given the input's.

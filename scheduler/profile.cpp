@@ -15,7 +15,8 @@ namespace {
 void set_times(ProfileEntry& e, std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   e.runs = static_cast<int>(ms.size());
-  if (ms.empty()) return;
+  if (ms.empty())
+    return;
   e.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
   e.min_ms = ms.front();
   e.max_ms = ms.back();
@@ -33,7 +34,8 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
       so.schedule = schedule;
       so.exec.trace = false;
       Session s(graph, so);
-      if (result.device.empty()) result.device = s.executor().describe();
+      if (result.device.empty())
+        result.device = s.executor().describe();
       ProfileEntry e;
       e.executor = fmt::format("gridflow {} {}", to_string(mode), to_string(schedule));
       e.config = describe(so);
@@ -41,11 +43,13 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
       const CheckReport check = s.check();
       e.check = check.summary();
       result.all_checked = result.all_checked && check.passed;
-      if (first.empty()) first = s.results();
+      if (first.empty())
+        first = s.results();
       e.matches_first = bit_identical(first, s.results());
       result.all_match = result.all_match && e.matches_first;
       std::vector<double> ms;
-      for (const RunResult& r : s.time(o.warmup, o.repeat)) ms.push_back(r.elapsed_ms);
+      for (const RunResult& r : s.time(o.warmup, o.repeat))
+        ms.push_back(r.elapsed_ms);
       set_times(e, ms);
       RunResult traced = s.time(0, 1, true).front();
       e.analysis = analyze_trace(s.program(), traced);
@@ -90,8 +94,10 @@ ProfileResult profile(const Graph& graph, const ProfileOptions& o) {
 std::string profile_table(const ProfileResult& r) {
   double stream = 0, graph = 0;
   for (const ProfileEntry& e : r.entries) {
-    if (e.executor.rfind("stream", 0) == 0) stream = e.median_ms;
-    if (e.executor.rfind("CUDA graph", 0) == 0) graph = e.median_ms;
+    if (e.executor.rfind("stream", 0) == 0)
+      stream = e.median_ms;
+    if (e.executor.rfind("CUDA graph", 0) == 0)
+      graph = e.median_ms;
   }
   std::string s = fmt::format("{:<32} {:>11} {:>10} {:>10} {:>9} {:>9} {:>8}\n", "executor", "median ms", "vs stream",
                               "vs graph", "sync", "crit.path", "bits");
@@ -107,7 +113,8 @@ std::string profile_table(const ProfileResult& r) {
                      graph > 0 ? fmt::format("{:.2f}x", graph / e.median_ms) : "-", sync, crit,
                      e.analysis ? (e.matches_first ? "same" : "DIFFER") : "");
   }
-  for (const std::string& n : r.not_run) s += "not run: " + n + "\n";
+  for (const std::string& n : r.not_run)
+    s += "not run: " + n + "\n";
   // Per-tile phases of the traced run (medians over every tile; stage: over the tiles without dependencies, wait:
   // over the tiles with some; "-" where there are none).
   const auto median_or_dash = [](const EventStats& st) {
@@ -117,9 +124,10 @@ std::string profile_table(const ProfileResult& r) {
                    "claim", "stage", "wait", "body", "signal");
   for (const ProfileEntry& e : r.entries)
     if (e.analysis)
-      s += fmt::format("{:<32} {:>9.3f} {:>9} {:>9} {:>9.3f} {:>9.3f}\n", e.executor, e.analysis->claim.median_ns * 1e-3,
-                       median_or_dash(e.analysis->stage), median_or_dash(e.analysis->dependency_wait),
-                       e.analysis->body.median_ns * 1e-3, e.analysis->signal.median_ns * 1e-3);
+      s +=
+          fmt::format("{:<32} {:>9.3f} {:>9} {:>9} {:>9.3f} {:>9.3f}\n", e.executor, e.analysis->claim.median_ns * 1e-3,
+                      median_or_dash(e.analysis->stage), median_or_dash(e.analysis->dependency_wait),
+                      e.analysis->body.median_ns * 1e-3, e.analysis->signal.median_ns * 1e-3);
   const bool polled = std::any_of(r.traces.begin(), r.traces.end(),
                                   [](const ProfiledTrace& t) { return t.program.mode == SyncMode::sentinel; });
   if (polled)

@@ -31,28 +31,35 @@ struct RefBuffer {
   std::vector<std::uint8_t> undecidable;
   Alternatives alternatives;
 
-  bool is_undecidable(std::int64_t i) const {
-    return !undecidable.empty() && undecidable[static_cast<std::size_t>(i)];
-  }
+  bool is_undecidable(std::int64_t i) const { return !undecidable.empty() && undecidable[static_cast<std::size_t>(i)]; }
   void mark_undecidable(std::int64_t i) {
-    if (undecidable.empty()) undecidable.assign(static_cast<std::size_t>(data.size()), 0);
+    if (undecidable.empty())
+      undecidable.assign(static_cast<std::size_t>(data.size()), 0);
     undecidable[static_cast<std::size_t>(i)] = 1;
   }
 
   double scale_at(std::int64_t i) const { return scale.empty() ? 0.0 : scale[static_cast<std::size_t>(i)]; }
   void set(std::int64_t i, double value, double s) {
     // A non-finite scale only comes with a non-finite value (inf arithmetic is exact): compare exactly.
-    if (!std::isfinite(s)) s = 0.0;
+    if (!std::isfinite(s))
+      s = 0.0;
     const auto k = static_cast<std::size_t>(i);
-    if (data.dtype() == DType::i32) data.i32()[k] = static_cast<std::int32_t>(value);
-    else data.f32()[k] = static_cast<float>(value);
-    if (s > 0.0 && scale.empty()) scale.assign(static_cast<std::size_t>(data.size()), 0.0);
-    if (!scale.empty()) scale[k] = s;
-    if (written.empty()) written.assign(static_cast<std::size_t>(data.size()), 0);
+    if (data.dtype() == DType::i32)
+      data.i32()[k] = static_cast<std::int32_t>(value);
+    else
+      data.f32()[k] = static_cast<float>(value);
+    if (s > 0.0 && scale.empty())
+      scale.assign(static_cast<std::size_t>(data.size()), 0.0);
+    if (!scale.empty())
+      scale[k] = s;
+    if (written.empty())
+      written.assign(static_cast<std::size_t>(data.size()), 0);
     written[k] = 1;
     // (Guarded: per-task checks call set() from several threads, and then no buffer has alternatives.)
-    if (!alternatives.empty()) alternatives.erase(i);
-    if (!undecidable.empty()) undecidable[k] = 0;
+    if (!alternatives.empty())
+      alternatives.erase(i);
+    if (!undecidable.empty())
+      undecidable[k] = 0;
   }
 };
 
@@ -62,9 +69,11 @@ template <class T> struct Inputs {
   std::vector<double> s;
   std::vector<std::uint8_t> undecidable; // empty: none
   bool any_undecidable(std::int64_t first, std::int64_t count) const {
-    if (undecidable.empty()) return false;
+    if (undecidable.empty())
+      return false;
     for (std::int64_t i = first; i < first + count; ++i)
-      if (undecidable[static_cast<std::size_t>(i)]) return true;
+      if (undecidable[static_cast<std::size_t>(i)])
+        return true;
     return false;
   }
 };
@@ -72,7 +81,7 @@ template <class T> struct Inputs {
 // Where a task's inputs come from: values and (optionally) their error scales and undecidable marks.
 struct Source {
   const HostTensor& data;
-  const std::vector<double>& scale;            // empty: exact
+  const std::vector<double>& scale;             // empty: exact
   const std::vector<std::uint8_t>& undecidable; // empty: none
 };
 
@@ -83,17 +92,19 @@ template <class T> Inputs<T> gather(const Source& src, const ResolvedView& v) {
   if (!in.x.empty())
     std::memcpy(in.x.data(), static_cast<const std::uint32_t*>(src.data.data()) + v.offset, in.x.size() * 4);
   if (!src.scale.empty())
-    for (std::size_t i = 0; i < in.s.size(); ++i) in.s[i] = src.scale[static_cast<std::size_t>(v.offset) + i];
+    for (std::size_t i = 0; i < in.s.size(); ++i)
+      in.s[i] = src.scale[static_cast<std::size_t>(v.offset) + i];
   if (!src.undecidable.empty())
     in.undecidable.assign(src.undecidable.begin() + v.offset, src.undecidable.begin() + v.offset + v.elements());
   // Infinite inputs (the identity of an exclusive max scan, say) are exact and carry no error budget.
   for (std::size_t i = 0; i < in.x.size(); ++i)
-    if (!std::isfinite(static_cast<double>(in.x[i]))) in.s[i] = 0.0;
+    if (!std::isfinite(static_cast<double>(in.x[i])))
+      in.s[i] = 0.0;
   return in;
 }
 
-template <class T> void apply_reduce(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<T>& in,
-                                     RefBuffer& out) {
+template <class T>
+void apply_reduce(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<T>& in, RefBuffer& out) {
   const std::int64_t rows = t.axis == Axis::all ? 1 : iv.rows;
   const std::int64_t cols = t.axis == Axis::all ? iv.elements() : iv.cols;
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -102,18 +113,23 @@ template <class T> void apply_reduce(const Task& t, const ResolvedView& iv, cons
     ref::Expected e = ref::reduce(t.reduce_fn, x);
     const double max_s = s.empty() ? 0.0 : *std::max_element(s.begin(), s.end());
     double sum_s = 0.0;
-    for (double v : s) sum_s += v;
-    if (t.reduce_fn == ReduceFn::sum) e.scale += sum_s;
-    else if (t.reduce_fn != ReduceFn::argmax) e.scale = max_s;
+    for (double v : s)
+      sum_s += v;
+    if (t.reduce_fn == ReduceFn::sum)
+      e.scale += sum_s;
+    else if (t.reduce_fn != ReduceFn::argmax)
+      e.scale = max_s;
     const std::int64_t o = ov.offset + r;
     out.set(o, e.value, std::is_same_v<T, float> ? e.scale : 0.0);
-    if (in.any_undecidable(r * cols, cols)) out.mark_undecidable(o);
+    if (in.any_undecidable(r * cols, cols))
+      out.mark_undecidable(o);
     if (t.reduce_fn == ReduceFn::argmax && max_s > 0.0 && e.value >= 0) {
       const double best = static_cast<double>(x[static_cast<std::size_t>(e.value)]);
       const double slack = 2.0 * kCheckTolerance * max_s;
       std::vector<std::int32_t> ok;
       for (std::size_t j = 0; j < x.size(); ++j)
-        if (static_cast<double>(x[j]) >= best - slack) ok.push_back(static_cast<std::int32_t>(j));
+        if (static_cast<double>(x[j]) >= best - slack)
+          ok.push_back(static_cast<std::int32_t>(j));
       if (ok.size() > 1) {
         out.alternatives[o] = std::move(ok);
         out.mark_undecidable(o); // downstream values depend on the executor's pick
@@ -122,8 +138,8 @@ template <class T> void apply_reduce(const Task& t, const ResolvedView& iv, cons
   }
 }
 
-template <class T> void apply_scan(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<T>& in,
-                                   RefBuffer& out) {
+template <class T>
+void apply_scan(const Task& t, const ResolvedView& iv, const ResolvedView& ov, Inputs<T>& in, RefBuffer& out) {
   const std::int64_t rows = t.axis == Axis::all ? 1 : iv.rows;
   const std::int64_t cols = t.axis == Axis::all ? iv.elements() : iv.cols;
   std::vector<ref::Expected> e(static_cast<std::size_t>(cols));
@@ -133,13 +149,16 @@ template <class T> void apply_scan(const Task& t, const ResolvedView& iv, const 
     double acc = 0.0;
     for (std::int64_t j = 0; j < cols; ++j) {
       const double sj = in.s[static_cast<std::size_t>(r * cols + j)];
-      if (!t.exclusive) acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
+      if (!t.exclusive)
+        acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
       const double scale = e[static_cast<std::size_t>(j)].scale + acc;
-      if (t.exclusive) acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
+      if (t.exclusive)
+        acc = t.scan_fn == ScanFn::sum ? acc + sj : std::max(acc, sj);
       out.set(ov.offset + r * cols + j, e[static_cast<std::size_t>(j)].value, std::is_same_v<T, float> ? scale : 0.0);
     }
     if (in.any_undecidable(r * cols, cols))
-      for (std::int64_t j = 0; j < cols; ++j) out.mark_undecidable(ov.offset + r * cols + j);
+      for (std::int64_t j = 0; j < cols; ++j)
+        out.mark_undecidable(ov.offset + r * cols + j);
   }
 }
 
@@ -149,7 +168,8 @@ void apply_softmax(const Task& t, const ResolvedView& iv, const ResolvedView& ov
     const std::span<const float> x(in.x.data() + r * iv.cols, static_cast<std::size_t>(iv.cols));
     ref::softmax(x, t.log, e);
     double max_s = 0.0;
-    for (std::int64_t j = 0; j < iv.cols; ++j) max_s = std::max(max_s, in.s[static_cast<std::size_t>(r * iv.cols + j)]);
+    for (std::int64_t j = 0; j < iv.cols; ++j)
+      max_s = std::max(max_s, in.s[static_cast<std::size_t>(r * iv.cols + j)]);
     for (std::int64_t j = 0; j < iv.cols; ++j) {
       const ref::Expected& ej = e[static_cast<std::size_t>(j)];
       // A perturbation d of the inputs moves y by about y * 2 * max|d| (log-softmax: 2 * max|d|).
@@ -172,7 +192,8 @@ void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& a
     if (t.op == OpKind::histogram) {
       std::vector<std::int32_t> counts(static_cast<std::size_t>(ov.elements()));
       ref::histogram(in.x, counts);
-      for (std::int64_t b = 0; b < ov.elements(); ++b) out.set(ov.offset + b, counts[static_cast<std::size_t>(b)], 0.0);
+      for (std::int64_t b = 0; b < ov.elements(); ++b)
+        out.set(ov.offset + b, counts[static_cast<std::size_t>(b)], 0.0);
     } else if (t.op == OpKind::scatter) {
       ref::scatter(in.x, offsets->x, ov.elements(),
                    [&](std::int64_t pos, std::int64_t i) { out.set(ov.offset + pos, static_cast<double>(i), 0.0); });
@@ -193,9 +214,12 @@ void apply_counting(const Task& t, const ResolvedView& ov, const ResolvedView& a
       }
     count->set(av.offset, static_cast<double>(n), 0.0);
   }
-  if (!undecidable) return;
-  for (std::int64_t j = 0; j < ov.elements(); ++j) out.mark_undecidable(ov.offset + j);
-  if (count) count->mark_undecidable(av.offset);
+  if (!undecidable)
+    return;
+  for (std::int64_t j = 0; j < ov.elements(); ++j)
+    out.mark_undecidable(ov.offset + j);
+  if (count)
+    count->mark_undecidable(av.offset);
 }
 
 // Applies task `t` reading `src` (view iv) and writing `dst` (view ov); src may alias dst (inputs are copied
@@ -206,7 +230,8 @@ void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, c
                 RefBuffer* aux_dst = nullptr) {
   if (kind_traits(t.op).counting) {
     std::optional<Inputs<std::int32_t>> offsets;
-    if (aux_src) offsets = gather<std::int32_t>(*aux_src, *av);
+    if (aux_src)
+      offsets = gather<std::int32_t>(*aux_src, *av);
     const ResolvedView none;
     if (src.data.dtype() == DType::f32) {
       Inputs<float> in = gather<float>(src, iv);
@@ -220,12 +245,18 @@ void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, c
   // The reference's dispatch (softmax is f32 only: validation refuses it on i32).
   auto run = [&](auto& in) {
     switch (t.op) {
-    case OpKind::reduce: apply_reduce(t, iv, ov, in, dst); break;
-    case OpKind::scan: apply_scan(t, iv, ov, in, dst); break;
-    case OpKind::softmax:
-      if constexpr (std::is_same_v<std::decay_t<decltype(in)>, Inputs<float>>) apply_softmax(t, iv, ov, in, dst);
+    case OpKind::reduce:
+      apply_reduce(t, iv, ov, in, dst);
       break;
-    default: break; // the counting ops: above
+    case OpKind::scan:
+      apply_scan(t, iv, ov, in, dst);
+      break;
+    case OpKind::softmax:
+      if constexpr (std::is_same_v<std::decay_t<decltype(in)>, Inputs<float>>)
+        apply_softmax(t, iv, ov, in, dst);
+      break;
+    default:
+      break; // the counting ops: above
     }
   };
   if (src.data.dtype() == DType::f32) {
@@ -239,7 +270,8 @@ void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, c
 
 std::vector<RefBuffer> run_reference(const Graph& g, const Analysis& a, const std::vector<HostTensor>& initial) {
   std::vector<RefBuffer> state(initial.size());
-  for (std::size_t b = 0; b < initial.size(); ++b) state[b].data = initial[b];
+  for (std::size_t b = 0; b < initial.size(); ++b)
+    state[b].data = initial[b];
   for (std::uint32_t ti : a.order) {
     const Task& t = g.tasks()[ti];
     const RefBuffer& in = state[a.in[ti].buffer];
@@ -258,10 +290,13 @@ bool per_task_checkable(const Graph& g, const Analysis& a) {
   for (std::size_t i = 0; i < g.tasks().size(); ++i) {
     const ResolvedView& in = a.in[i];
     const ResolvedView& out = a.out[i];
-    if (in.buffer == out.buffer && in.offset < out.end() && out.offset < in.end()) return false;
-    if (writes_aux(g.tasks()[i].op)) return false; // a second output: check from the initial data
+    if (in.buffer == out.buffer && in.offset < out.end() && out.offset < in.end())
+      return false;
+    if (writes_aux(g.tasks()[i].op))
+      return false; // a second output: check from the initial data
     for (const Dependency& d : a.deps[i])
-      if (d.hazards & (kHazardWar | kHazardWaw)) return false;
+      if (d.hazards & (kHazardWar | kHazardWaw))
+        return false;
   }
   return true;
 }
@@ -277,8 +312,10 @@ void compare(BufferCheck& bc, const HostTensor& out, const RefBuffer& expect, st
   const double want = expect.data.value(i);
   const double scale = expect.scale_at(i);
   double err;
-  if (out.dtype() == DType::f32) err = ref::scaled_error(got, {want, scale});
-  else err = got == want ? 0.0 : std::numeric_limits<double>::infinity();
+  if (out.dtype() == DType::f32)
+    err = ref::scaled_error(got, {want, scale});
+  else
+    err = got == want ? 0.0 : std::numeric_limits<double>::infinity();
   if (err > 0.0 && out.dtype() == DType::i32) {
     auto it = expect.alternatives.find(i);
     if (it != expect.alternatives.end() &&
@@ -292,12 +329,14 @@ void compare(BufferCheck& bc, const HostTensor& out, const RefBuffer& expect, st
     bc.worst_expected = want;
   };
   if (bad) {
-    if (bc.mismatches++ == 0) record(); // keep the first mismatch
+    if (bc.mismatches++ == 0)
+      record(); // keep the first mismatch
     report.passed = false;
   } else if (bc.mismatches == 0 && (bc.worst_index < 0 || err > bc.max_error)) {
     record(); // otherwise the largest error
   }
-  if (std::isfinite(err)) bc.max_error = std::max(bc.max_error, err);
+  if (std::isfinite(err))
+    bc.max_error = std::max(bc.max_error, err);
 }
 
 void compare_untouched(BufferCheck& bc, const HostTensor& out, const HostTensor& initial, std::int64_t i,
@@ -318,10 +357,12 @@ template <class F> void parallel_for(std::size_t n, F fn) {
   const std::size_t workers = std::min<std::size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    for (std::size_t i = next++; i < n; i = next++) fn(i);
+    for (std::size_t i = next++; i < n; i = next++)
+      fn(i);
   };
   std::vector<std::jthread> pool;
-  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  for (std::size_t w = 1; w < workers; ++w)
+    pool.emplace_back(work);
   work();
 }
 
@@ -330,7 +371,8 @@ template <class F> void parallel_for(std::size_t n, F fn) {
 std::vector<HostTensor> reference_outputs(const Graph& g, const Analysis& a, const std::vector<HostTensor>& initial) {
   std::vector<RefBuffer> state = run_reference(g, a, initial);
   std::vector<HostTensor> out;
-  for (RefBuffer& b : state) out.push_back(std::move(b.data));
+  for (RefBuffer& b : state)
+    out.push_back(std::move(b.data));
   return out;
 }
 
@@ -343,12 +385,14 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
     // The reference of each task over the executor's own inputs (which no later task overwrote). Tasks write
     // disjoint ranges (no WAW here), so they run in parallel once every output's arrays exist.
     expect.resize(final.size());
-    for (std::size_t b = 0; b < final.size(); ++b) expect[b].data = final[b];
+    for (std::size_t b = 0; b < final.size(); ++b)
+      expect[b].data = final[b];
     for (std::size_t t = 0; t < g.tasks().size(); ++t) {
       RefBuffer& out = expect[a.out[t].buffer];
       if (out.written.empty()) {
         out.written.assign(static_cast<std::size_t>(out.data.size()), 0);
-        if (out.data.dtype() == DType::f32) out.scale.assign(static_cast<std::size_t>(out.data.size()), 0.0);
+        if (out.data.dtype() == DType::f32)
+          out.scale.assign(static_cast<std::size_t>(out.data.size()), 0.0);
       }
     }
     const std::vector<double> exact;
@@ -356,7 +400,8 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
     parallel_for(a.order.size(), [&](std::size_t k) {
       const std::uint32_t ti = a.order[k];
       std::optional<Source> aux_src;
-      if (reads_aux(g.tasks()[ti].op)) aux_src.emplace(Source{final[a.aux[ti]->buffer], exact, decided});
+      if (reads_aux(g.tasks()[ti].op))
+        aux_src.emplace(Source{final[a.aux[ti]->buffer], exact, decided});
       apply_task(g.tasks()[ti], a.in[ti], a.out[ti], Source{final[a.in[ti].buffer], exact, decided},
                  expect[a.out[ti].buffer], a.aux[ti], aux_src ? &*aux_src : nullptr);
     });
@@ -374,7 +419,8 @@ CheckReport check_outputs(const Graph& g, const Analysis& a, const std::vector<H
       // An undecidable element the reference left untouched may still have been written by the executor.
       if (bc.written && (expect[b].written[static_cast<std::size_t>(i)] || expect[b].is_undecidable(i)))
         compare(bc, final[b], expect[b], i, partial[b]);
-      else compare_untouched(bc, final[b], initial[b], i, partial[b]);
+      else
+        compare_untouched(bc, final[b], initial[b], i, partial[b]);
     }
   });
   for (std::size_t b = 0; b < final.size(); ++b) {

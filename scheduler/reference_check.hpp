@@ -27,11 +27,11 @@ inline constexpr double kCheckTolerance = 1e-5; // relative to each element's er
 
 struct BufferCheck {
   std::string buffer;
-  bool written = false;        // some task writes it
-  std::int64_t checked = 0;    // elements compared
-  std::int64_t mismatches = 0; // elements outside tolerance
+  bool written = false;         // some task writes it
+  std::int64_t checked = 0;     // elements compared
+  std::int64_t mismatches = 0;  // elements outside tolerance
   std::int64_t undecidable = 0; // i32 elements downstream of an argmax near-tie (whole-graph check only)
-  double max_error = 0.0;      // max |out - ref| / scale over its float elements (0 when all exact)
+  double max_error = 0.0;       // max |out - ref| / scale over its float elements (0 when all exact)
   std::int64_t worst_index = -1;
   double worst_out = 0.0;
   double worst_expected = 0.0;

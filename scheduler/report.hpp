@@ -16,8 +16,8 @@ namespace gridflow {
 
 // One executor configuration of one graph, measured.
 struct ProfileEntry {
-  std::string executor;  // "gridflow flags dynamic", "stream launch per task", ...
-  std::string config;    // everything the number depends on
+  std::string executor; // "gridflow flags dynamic", "stream launch per task", ...
+  std::string config;   // everything the number depends on
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int runs = 0;
   std::optional<TraceAnalysis> analysis; // when a traced run was analysed

@@ -15,11 +15,15 @@
 
 namespace gridflow {
 
-std::string_view to_string(Backend b) { return b == Backend::cpu ? "cpu" : "gpu"; }
+std::string_view to_string(Backend b) {
+  return b == Backend::cpu ? "cpu" : "gpu";
+}
 
 std::optional<Backend> parse_backend(std::string_view s) {
-  if (s == "cpu") return Backend::cpu;
-  if (s == "gpu") return Backend::gpu;
+  if (s == "cpu")
+    return Backend::cpu;
+  if (s == "gpu")
+    return Backend::gpu;
   return std::nullopt;
 }
 
@@ -31,8 +35,10 @@ std::string describe(const SessionOptions& o) {
                      o.blocks_per_sm == 0 ? std::string("auto") : std::to_string(o.blocks_per_sm));
   else
     s += fmt::format(" workers={}", o.cpu_workers == 0 ? std::string("auto") : std::to_string(o.cpu_workers));
-  if (o.mode == SyncMode::sentinel) s += fmt::format(" sentinel_fill={}", to_string(o.exec.sentinel_fill));
-  if (o.schedule == Schedule::dynamic && o.exec.claim_ahead) s += " claim_ahead=on";
+  if (o.mode == SyncMode::sentinel)
+    s += fmt::format(" sentinel_fill={}", to_string(o.exec.sentinel_fill));
+  if (o.schedule == Schedule::dynamic && o.exec.claim_ahead)
+    s += " claim_ahead=on";
   const auto same = [](program::PollPacing a, program::PollPacing b) {
     return a.spin_polls == b.spin_polls && a.max_sleep_ns == b.max_sleep_ns;
   };
@@ -66,7 +72,8 @@ RunPlan plan_run(const Graph& graph, const SessionOptions& o) {
   plan.analysis = analyze(graph);
   for (const Buffer& b : graph.buffers()) {
     check_init_file(b, o.files);
-    if (!b.save.empty()) check_save_target(o.files, b.name, b.save);
+    if (!b.save.empty())
+      check_save_target(o.files, b.name, b.save);
   }
   LoweringOptions lo = lowering_options(o);
   std::uint64_t device_free = 0;
@@ -92,8 +99,10 @@ Session::Session(Graph graph, SessionOptions options) : graph_(std::move(graph))
   analysis_ = std::move(plan.analysis);
   memory_ = std::move(plan.memory);
   initial_ = initial_data(graph_, options_.files);
-  if (options_.backend == Backend::cpu) executor_ = std::make_unique<CpuExecutor>(std::move(plan.program));
-  else executor_ = make_gpu_executor(std::move(plan.program), plan.shape);
+  if (options_.backend == Backend::cpu)
+    executor_ = std::make_unique<CpuExecutor>(std::move(plan.program));
+  else
+    executor_ = make_gpu_executor(std::move(plan.program), plan.shape);
   spdlog::debug("session: {} tasks -> {} tiles on {}", graph_.tasks().size(), program().tiles.size(),
                 executor_->describe());
 }
@@ -102,7 +111,9 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-const LoweredProgram& Session::program() const { return executor_->program(); }
+const LoweredProgram& Session::program() const {
+  return executor_->program();
+}
 
 std::string Session::describe() const {
   return fmt::format("{} | {}", executor_->describe(), gridflow::describe(options_));
@@ -111,7 +122,8 @@ std::string Session::describe() const {
 RunResult Session::run(const ExecOptions& exec) {
   results_.clear(); // the last results go before the buffers are filled again: one host copy beyond the run's
   results_.shrink_to_fit();
-  for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->upload(b, initial_[b]);
+  for (std::uint32_t b = 0; b < initial_.size(); ++b)
+    executor_->upload(b, initial_[b]);
   buffers_taken_ = false;
   // Poison every task output, so an element the run never wrote cannot pass the check.
   for (std::size_t i = 0; i < graph_.tasks().size(); ++i) {
@@ -121,28 +133,33 @@ RunResult Session::run(const ExecOptions& exec) {
   }
   RunResult r = executor_->run(exec);
   results_.resize(initial_.size());
-  for (std::uint32_t b = 0; b < initial_.size(); ++b) executor_->take(b, results_[b]);
+  for (std::uint32_t b = 0; b < initial_.size(); ++b)
+    executor_->take(b, results_[b]);
   buffers_taken_ = executor_->take_moves();
   return r;
 }
 
 std::vector<RunResult> Session::time(int warmup, int repeat, bool trace) {
   if (buffers_taken_) {
-    for (std::uint32_t b = 0; b < results_.size(); ++b) executor_->upload(b, results_[b]);
+    for (std::uint32_t b = 0; b < results_.size(); ++b)
+      executor_->upload(b, results_[b]);
     buffers_taken_ = false;
   }
   ExecOptions o = options_.exec;
   o.trace = false;
-  for (int i = 0; i < warmup; ++i) executor_->run(o);
+  for (int i = 0; i < warmup; ++i)
+    executor_->run(o);
   o.trace = trace;
   std::vector<RunResult> out;
   out.reserve(static_cast<std::size_t>(repeat));
-  for (int i = 0; i < repeat; ++i) out.push_back(executor_->run(o));
+  for (int i = 0; i < repeat; ++i)
+    out.push_back(executor_->run(o));
   return out;
 }
 
 CheckReport Session::check() const {
-  if (results_.empty()) throw RuntimeError("check: the session has not run yet");
+  if (results_.empty())
+    throw RuntimeError("check: the session has not run yet");
   return check_outputs(graph_, analysis_, initial_, results_);
 }
 
@@ -150,7 +167,8 @@ std::vector<std::filesystem::path> Session::save_outputs() const {
   std::vector<std::filesystem::path> written;
   for (std::size_t b = 0; b < graph_.buffers().size(); ++b) {
     const Buffer& buf = graph_.buffers()[b];
-    if (buf.save.empty() || b >= results_.size()) continue;
+    if (buf.save.empty() || b >= results_.size())
+      continue;
     written.push_back(save_tensor(results_[b], options_.files, buf.name, buf.save));
   }
   return written;

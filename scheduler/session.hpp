@@ -36,9 +36,9 @@ struct SessionOptions {
   bool per_tile_deps = true;
   TilePolicy tiles;
   ExecOptions exec;
-  FilePolicy files;                // where init files are read and saves are written (file_access.hpp)
-  std::uint64_t max_memory = 0;    // bytes a run may take in host (and device) memory; 0: what the machine has
-  bool will_check = false;         // the memory budget counts the float64 reference check (the CLI's --check)
+  FilePolicy files;             // where init files are read and saves are written (file_access.hpp)
+  std::uint64_t max_memory = 0; // bytes a run may take in host (and device) memory; 0: what the machine has
+  bool will_check = false;      // the memory budget counts the float64 reference check (the CLI's --check)
 };
 
 // Everything a run checks before it allocates or runs anything: the graph (analyze), its init files (opened, kind

@@ -37,9 +37,9 @@ struct EventStats {
 struct TaskProfile {
   std::string name;
   std::uint32_t tiles = 0;
-  double work_ns = 0;     // summed over its tiles
+  double work_ns = 0; // summed over its tiles
   double wait_ns = 0;
-  double span_ns = 0;     // first ready -> last executed
+  double span_ns = 0; // first ready -> last executed
   double longest_tile_ns = 0;
 };
 
@@ -60,7 +60,9 @@ struct TraceAnalysis {
 };
 
 // Whether tile g's claimed -> ready span is a dependency wait (it has dependencies) or only its staging.
-inline bool tile_waits(const LoweredProgram& program, std::size_t g) { return program.tiles[g].dep_count > 0; }
+inline bool tile_waits(const LoweredProgram& program, std::size_t g) {
+  return program.tiles[g].dep_count > 0;
+}
 
 // Throws RuntimeError when the trace does not match the program (wrong sizes, tiles that never ran).
 TraceAnalysis analyze_trace(const LoweredProgram& program, const RunResult& run);

@@ -77,7 +77,8 @@ void add_file_flags(CLI::App* cmd, SessionFlags& f) {
 TilePolicy tile_policy(const SessionFlags& f) {
   TilePolicy t;
   t.reduce_min_tile = f.reduce_min_tile;
-  if (f.row_tile_elements != 0) t.set_row_tile_elements(f.row_tile_elements);
+  if (f.row_tile_elements != 0)
+    t.set_row_tile_elements(f.row_tile_elements);
   t.scan_chunks_per_tile = f.scan_chunks;
   t.waves = f.waves;
   return t;
@@ -116,7 +117,8 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   if (!f.save_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.files.output_dir, ec);
-    if (ec) throw GraphError(fmt::format("--save-dir {}: cannot create it: {}", f.save_dir, ec.message()));
+    if (ec)
+      throw GraphError(fmt::format("--save-dir {}: cannot create it: {}", f.save_dir, ec.message()));
   }
   o.max_memory = f.max_memory;
   o.will_check = f.check;

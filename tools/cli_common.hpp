@@ -51,7 +51,7 @@ struct SessionFlags {
 };
 
 inline constexpr double kMaxTimeoutMs = 86'400'000.0; // a day
-inline constexpr int kMaxRepeat = 1'000'000;           // --repeat, --warmup
+inline constexpr int kMaxRepeat = 1'000'000;          // --repeat, --warmup
 
 void add_session_flags(CLI::App* cmd, SessionFlags& flags);
 // --save-dir, --overwrite, --allow-outside-paths, --max-memory (validate, run, profile).

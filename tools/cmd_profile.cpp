@@ -24,7 +24,8 @@ namespace {
 // "gridflow flags dynamic" -> "gridflow-flags-dynamic"
 std::string slug(const std::string& s) {
   std::string o;
-  for (char c : s) o += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  for (char c : s)
+    o += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
   return o;
 }
 
@@ -63,8 +64,10 @@ void add_profile(CLI::App& app, Commands& commands) {
 #if defined(GRIDFLOW_HAS_CUDA)
       if (po.baselines && po.base.backend == Backend::gpu) {
         std::string why;
-        if (auto cub = bench::cub_pipeline_baseline(g, &why)) po.external.push_back(std::move(*cub));
-        else fmt::print("no CUB baseline: {}\n", why);
+        if (auto cub = bench::cub_pipeline_baseline(g, &why))
+          po.external.push_back(std::move(*cub));
+        else
+          fmt::print("no CUB baseline: {}\n", why);
       }
 #endif
       const ProfileResult r = profile(g, po);
@@ -74,8 +77,10 @@ void add_profile(CLI::App& app, Commands& commands) {
       write_text(dir + "report.csv", profile_csv(r.entries));
       write_text(dir + "breakdown.svg", breakdown_svg(r.entries, g.name()));
       for (const ProfiledTrace& t : r.traces) {
-        write_text(dir + "trace-" + slug(t.executor) + ".json", chrome_trace_json(t.program, t.run, g.name() + ": " + t.executor));
-        write_text(dir + "timeline-" + slug(t.executor) + ".svg", timeline_svg(t.program, t.run, g.name() + ": " + t.executor));
+        write_text(dir + "trace-" + slug(t.executor) + ".json",
+                   chrome_trace_json(t.program, t.run, g.name() + ": " + t.executor));
+        write_text(dir + "timeline-" + slug(t.executor) + ".svg",
+                   timeline_svg(t.program, t.run, g.name() + ": " + t.executor));
       }
       fmt::print("outputs {} across configurations; reference check {}; wrote {}\n",
                  r.all_match ? "bit-identical" : "DIFFER", r.all_checked ? "passed" : "FAILED", args->out);
@@ -99,12 +104,14 @@ void add_bench(CLI::App& app, Commands& commands) {
   sync->add_option("--json", args->json, "write the rows as JSON");
   sync->add_option("--svg", args->svg, "plot barrier cost against grid shape");
   sync->add_flag("--quick", args->quick, "fewer repetitions and tasks");
-  sync->add_option("--from", args->from, "re-plot saved results (JSON from --json or gridflow_bench_sync) instead of measuring");
+  sync->add_option("--from", args->from,
+                   "re-plot saved results (JSON from --json or gridflow_bench_sync) instead of measuring");
   sync->callback([&commands, args] {
     commands.selected = [args]() -> int {
       if (!args->from.empty()) {
         std::ifstream in(args->from);
-        if (!in) throw GraphError("cannot open " + args->from);
+        if (!in)
+          throw GraphError("cannot open " + args->from);
         nlohmann::json doc;
         try {
           doc = nlohmann::json::parse(in);
@@ -112,14 +119,17 @@ void add_bench(CLI::App& app, Commands& commands) {
           throw GraphError(args->from + ": " + e.what());
         }
         const nlohmann::json rows = doc.is_object() && doc.contains("rows") ? doc["rows"] : doc;
-        if (args->svg.empty()) throw GraphError("--from needs --svg (where to draw the plot)");
+        if (args->svg.empty())
+          throw GraphError("--from needs --svg (where to draw the plot)");
         write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape (" + args->from + ")"));
         return kExitOk;
       }
 #if defined(GRIDFLOW_HAS_CUDA)
       const nlohmann::json rows = bench::run_sync_bench(args->quick);
-      if (!args->json.empty()) write_text(args->json, rows.dump(1) + "\n");
-      if (!args->svg.empty()) write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape"));
+      if (!args->json.empty())
+        write_text(args->json, rows.dump(1) + "\n");
+      if (!args->svg.empty())
+        write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape"));
       return rows.empty() ? kExitRuntime : kExitOk;
 #else
       throw gridflow::RuntimeError("gridflow bench sync needs the GPU backend, and this build has none");

@@ -17,7 +17,8 @@ namespace gridflow::cli {
 namespace {
 
 double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
+  if (v.empty())
+    return 0.0;
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -25,7 +26,8 @@ double median(std::vector<double> v) {
 
 std::size_t edge_count(const Analysis& a) {
   std::size_t n = 0;
-  for (const auto& d : a.deps) n += d.size();
+  for (const auto& d : a.deps)
+    n += d.size();
   return n;
 }
 
@@ -120,12 +122,15 @@ void add_run(CLI::App& app, Commands& commands) {
       if (args->check) {
         const CheckReport report = s.check();
         fmt::print("{}\n{}", report.summary(), report.details());
-        if (!report.passed) code = kExitRuntime;
+        if (!report.passed)
+          code = kExitRuntime;
       }
-      for (const auto& path : s.save_outputs()) fmt::print("saved {}\n", path.string());
+      for (const auto& path : s.save_outputs())
+        fmt::print("saved {}\n", path.string());
       if (args->repeat > 0) {
         std::vector<double> ms;
-        for (const RunResult& r : s.time(args->warmup, args->repeat)) ms.push_back(r.elapsed_ms);
+        for (const RunResult& r : s.time(args->warmup, args->repeat))
+          ms.push_back(r.elapsed_ms);
         fmt::print("timed: {:.4f} ms median of {} runs after {} warm-up (min {:.4f}, max {:.4f})\n", median(ms),
                    ms.size(), args->warmup, *std::min_element(ms.begin(), ms.end()),
                    *std::max_element(ms.begin(), ms.end()));
@@ -138,7 +143,8 @@ void add_run(CLI::App& app, Commands& commands) {
                    "{:.1f}%, dispatch {:.1f}%, idle {:.1f}%\n",
                    a.makespan_ns * 1e-3, a.critical_path_ns * 1e-3, 100 * b.work.share, 100 * b.wait.share,
                    100 * b.barrier.share, 100 * b.dispatch.share, 100 * b.idle.share);
-        if (!args->trace.empty()) write_text(args->trace, chrome_trace_json(s.program(), traced, s.graph().name()));
+        if (!args->trace.empty())
+          write_text(args->trace, chrome_trace_json(s.program(), traced, s.graph().name()));
         if (!args->report.empty()) {
           ProfileEntry e;
           e.executor = fmt::format("gridflow {} {}", to_string(s.options().mode), to_string(s.options().schedule));
@@ -148,7 +154,8 @@ void add_run(CLI::App& app, Commands& commands) {
           e.analysis = a;
           write_text(args->report, profile_json(s.graph().name(), s.executor().describe(), {e}).dump(1) + "\n");
           std::string csv = args->report;
-          csv = (csv.size() > 5 && csv.substr(csv.size() - 5) == ".json" ? csv.substr(0, csv.size() - 5) : csv) + ".csv";
+          csv =
+              (csv.size() > 5 && csv.substr(csv.size() - 5) == ".json" ? csv.substr(0, csv.size() - 5) : csv) + ".csv";
           write_text(csv, profile_csv({e}));
         }
       }

@@ -21,12 +21,8 @@ struct PlainStore {
 };
 
 template <class T> struct Vec4;
-template <> struct Vec4<float> {
-  using type = float4;
-};
-template <> struct Vec4<std::int32_t> {
-  using type = int4;
-};
+template <> struct Vec4<float> { using type = float4; };
+template <> struct Vec4<std::int32_t> { using type = int4; };
 
 // Calls f(i, x[i]) for every i in [0, n) that this thread owns, in a fixed order: the elements before x's first
 // 16-byte boundary (block-strided), then groups of four consecutive elements (thread t takes groups t, t +
@@ -40,8 +36,10 @@ __device__ __forceinline__ void for_each_owned(const T* x, long long n, Load loa
   const int tid = static_cast<int>(threadIdx.x);
   const auto addr = reinterpret_cast<std::uintptr_t>(x);
   long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
-  if (head > n) head = n;
-  for (long long i = tid; i < head; i += THREADS) f(i, load(x + i));
+  if (head > n)
+    head = n;
+  for (long long i = tid; i < head; i += THREADS)
+    f(i, load(x + i));
   const long long groups = (n - head) / 4;
   auto group = [&](long long g) {
     const long long base = head + 4 * g;
@@ -49,7 +47,8 @@ __device__ __forceinline__ void for_each_owned(const T* x, long long n, Load loa
       const auto v = *reinterpret_cast<const typename Vec4<T>::type*>(x + base);
       f(base, v.x), f(base + 1, v.y), f(base + 2, v.z), f(base + 3, v.w);
     } else {
-      for (int j = 0; j < 4; ++j) f(base + j, load(x + base + j));
+      for (int j = 0; j < 4; ++j)
+        f(base + j, load(x + base + j));
     }
   };
   long long g = tid;
@@ -61,7 +60,8 @@ __device__ __forceinline__ void for_each_owned(const T* x, long long n, Load loa
     for (; g + (kInFlight - 1LL) * THREADS < groups; g += kInFlight * static_cast<long long>(THREADS)) {
       V r[kInFlight];
 #pragma unroll
-      for (int u = 0; u < kInFlight; ++u) r[u] = v[g + static_cast<long long>(u) * THREADS];
+      for (int u = 0; u < kInFlight; ++u)
+        r[u] = v[g + static_cast<long long>(u) * THREADS];
 #pragma unroll
       for (int u = 0; u < kInFlight; ++u) {
         const long long base = head + 4 * (g + static_cast<long long>(u) * THREADS);
@@ -69,8 +69,10 @@ __device__ __forceinline__ void for_each_owned(const T* x, long long n, Load loa
       }
     }
   }
-  for (; g < groups; g += THREADS) group(g);
-  for (long long j = head + 4 * groups + tid; j < n; j += THREADS) f(j, load(x + j));
+  for (; g < groups; g += THREADS)
+    group(g);
+  for (long long j = head + 4 * groups + tid; j < n; j += THREADS)
+    f(j, load(x + j));
 }
 
 } // namespace gridflow::kernels

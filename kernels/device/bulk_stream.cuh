@@ -60,14 +60,16 @@ struct StreamState {
 template <int THREADS> __device__ inline void init_stream_state(StreamState& s, cuda::std::uint32_t ring_bytes) {
 #if __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0) {
-    for (int k = 0; k < kStreamBarriers; ++k) cuda::ptx::mbarrier_init(&s.full[k], 1);
+    for (int k = 0; k < kStreamBarriers; ++k)
+      cuda::ptx::mbarrier_init(&s.full[k], 1);
     s.phase = 0;
     const auto most = static_cast<cuda::std::uint32_t>(stream_ring_bytes(THREADS));
     s.ring_bytes = ring_bytes < most ? ring_bytes : most;
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
 #else
-  if (threadIdx.x == 0) s.phase = 0, s.ring_bytes = 0;
+  if (threadIdx.x == 0)
+    s.phase = 0, s.ring_bytes = 0;
 #endif
   __syncthreads();
 }
@@ -80,8 +82,10 @@ template <int THREADS> struct BlockStream {
 
 // The copy engine's one step, shared by every ring user: `bytes` (a multiple of 16; both addresses 16-byte aligned)
 // from global memory into shared memory, completing on `bar` (one arrival that expects the bytes).
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, cuda::std::uint32_t bytes, cuda::std::uint64_t* bar) {
-  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar, bytes);
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, cuda::std::uint32_t bytes,
+                                          cuda::std::uint64_t* bar) {
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       bytes);
   cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes, bar);
 }
 
@@ -119,12 +123,16 @@ template <int THREADS> struct ChunkRing {
     return false;
 #endif
   }
-  __device__ __forceinline__ void begin() { phase = st->phase; }
+  __device__ __forceinline__ void begin() {
+    phase = st->phase;
+  }
   // Leader only: `bytes` (a multiple of 16, at most chunk_bytes; 16-byte aligned source) into `slot`; 0 bytes
   // completes the slot's phase with nothing copied.
   __device__ __forceinline__ void issue(int slot, const void* src, cuda::std::uint32_t bytes) const {
-    if (bytes > 0) bulk_load(ring + slot * chunk_bytes, src, bytes, &st->full[slot]);
-    else (void)cuda::ptx::mbarrier_arrive(&st->full[slot]);
+    if (bytes > 0)
+      bulk_load(ring + slot * chunk_bytes, src, bytes, &st->full[slot]);
+    else
+      (void)cuda::ptx::mbarrier_arrive(&st->full[slot]);
   }
   template <class T> __device__ __forceinline__ const T* data(int slot) const {
     return reinterpret_cast<const T*>(ring + slot * chunk_bytes);
@@ -135,9 +143,12 @@ template <int THREADS> struct ChunkRing {
     phase ^= 1u << slot;
     return data<T>(slot);
   }
-  __device__ __forceinline__ int next_slot(int slot) const { return slot + 1 == slots ? 0 : slot + 1; }
+  __device__ __forceinline__ int next_slot(int slot) const {
+    return slot + 1 == slots ? 0 : slot + 1;
+  }
   __device__ __forceinline__ void finish() const {
-    if (threadIdx.x == 0) st->phase = phase;
+    if (threadIdx.x == 0)
+      st->phase = phase;
   }
 };
 
@@ -157,10 +168,12 @@ template <int THREADS, class T> struct RingPass {
 
   // The pass over x[0, n) (its geometry alone), or false when the range is too short to stream or the GPU lacks the
   // copy engine.
-  __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream, RingPass& p) {
+  __device__ __forceinline__ static bool plan(const T* x, long long n, const BlockStream<THREADS>& stream,
+                                              RingPass& p) {
     const auto addr = reinterpret_cast<std::uintptr_t>(x);
     long long head = static_cast<long long>(((16u - (addr & 15u)) & 15u) / sizeof(T));
-    if (head > n) head = n;
+    if (head > n)
+      head = n;
     const long long groups = (n - head) / 4;
     const long long stages = (groups + Shape::kStageGroups - 1) / Shape::kStageGroups;
     p = RingPass{x, n, head, groups, stages, {}};
@@ -188,10 +201,12 @@ template <int THREADS, class T> struct RingPass {
     }
   }
   template <class Load, class F> __device__ __forceinline__ void visit_head(Load load, F& f) const {
-    for (long long i = threadIdx.x; i < head; i += THREADS) f(i, load(x + i));
+    for (long long i = threadIdx.x; i < head; i += THREADS)
+      f(i, load(x + i));
   }
   template <class Load, class F> __device__ __forceinline__ void visit_tail(Load load, F& f) const {
-    for (long long j = head + 4 * groups + threadIdx.x; j < n; j += THREADS) f(j, load(x + j));
+    for (long long j = head + 4 * groups + threadIdx.x; j < n; j += THREADS)
+      f(j, load(x + j));
   }
   // The first pass: every stage in order through the ring, the last min(stages, slots) left resident. Begins
   // with a block barrier (every thread has read the phases before the leader may write them back).
@@ -200,17 +215,21 @@ template <int THREADS, class T> struct RingPass {
     __syncthreads();
     if (threadIdx.x == 0) {
       cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
-      for (long long c = 0; c < stages && c < ring.slots; ++c) issue(c, static_cast<int>(c));
+      for (long long c = 0; c < stages && c < ring.slots; ++c)
+        issue(c, static_cast<int>(c));
     }
     int slot = 0;
     for (long long c = 0; c < stages; ++c, slot = next_slot(slot)) {
       wait(slot);
       visit(c, slot, f);
       __syncthreads(); // the stage is consumed: it may be refilled
-      if (threadIdx.x == 0 && c + ring.slots < stages) issue(c + ring.slots, slot);
+      if (threadIdx.x == 0 && c + ring.slots < stages)
+        issue(c + ring.slots, slot);
     }
   }
-  __device__ __forceinline__ void finish() const { ring.finish(); }
+  __device__ __forceinline__ void finish() const {
+    ring.finish();
+  }
 };
 
 // Where a streamed pass that fit the ring left its range x[0, n): elements [head, end) at ring[i - head].
@@ -223,8 +242,8 @@ template <class T> struct RingSpan {
 // its stages fit the ring at once: after that call the range's aligned body is still in the ring, in order, until
 // the next streamed call. Reads only the ring's size, constant for the launch (callable by every thread at any time).
 template <int THREADS, class T, class Load>
-__device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long long n, const BlockStream<THREADS>& stream,
-                                                             RingSpan<T>& span) {
+__device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long long n,
+                                                             const BlockStream<THREADS>& stream, RingSpan<T>& span) {
 #if __CUDA_ARCH__ >= 900
   if constexpr (Load::kVectorizable) {
     RingPass<THREADS, T> p;
@@ -243,8 +262,8 @@ __device__ __forceinline__ bool streamed_range_stays_in_ring(const T* x, long lo
 // Every thread of the block must call it (uniform); it contains block barriers, and the ring must not be in use
 // by anything else during the call. Consecutive calls need a block barrier between them (bodies have them).
 template <int THREADS, class T, class Load, class F>
-__device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n, Load load, const BlockStream<THREADS>* stream,
-                                                        F&& f) {
+__device__ __forceinline__ void for_each_owned_streamed(const T* x, long long n, Load load,
+                                                        const BlockStream<THREADS>* stream, F&& f) {
   static_assert(sizeof(T) == 4, "4-byte elements");
 #if __CUDA_ARCH__ >= 900
   if constexpr (Load::kVectorizable) {
@@ -291,14 +310,16 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
       for (long long c = resident; c < p.stages; ++c, slot = p.next_slot(slot)) {
         p.visit(c, slot, second);
         __syncthreads();
-        if (threadIdx.x == 0 && c - resident < resident) p.issue(c - resident, slot);
+        if (threadIdx.x == 0 && c - resident < resident)
+          p.issue(c - resident, slot);
       }
       slot = p.slot_of(resident); // early stage e is in slot (resident + e) % slots
       for (long long e = 0; e < resident; ++e, slot = p.next_slot(slot)) {
         p.wait(slot);
         p.visit(e, slot, second);
         __syncthreads();
-        if (threadIdx.x == 0 && e + p.slots() < resident) p.issue(e + p.slots(), slot);
+        if (threadIdx.x == 0 && e + p.slots() < resident)
+          p.issue(e + p.slots(), slot);
       }
       p.visit_tail(load, second);
       p.finish();
@@ -328,7 +349,8 @@ template <int THREADS> __device__ __forceinline__ long long warp_slot_bytes(cons
 // Row buffers per warp for rows of `bytes`: as many as its slot holds, up to kMaxStagedRowsPerWarp and the barriers.
 template <int THREADS> __device__ __forceinline__ int staged_rows_per_warp(const StreamState& st, long long bytes) {
   constexpr int kWarps = THREADS / 32;
-  constexpr int kMax = kMaxStagedRowsPerWarp < kStreamBarriers / kWarps ? kMaxStagedRowsPerWarp : kStreamBarriers / kWarps;
+  constexpr int kMax =
+      kMaxStagedRowsPerWarp < kStreamBarriers / kWarps ? kMaxStagedRowsPerWarp : kStreamBarriers / kWarps;
   const long long fit = warp_slot_bytes<THREADS>(st) / bytes;
   return static_cast<int>(fit < kMax ? fit : kMax);
 }
@@ -381,7 +403,8 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
   const long long rows = row_begin + warp < row_end ? (row_end - row_begin - warp + kWarps - 1) / kWarps : 0;
   if (lane == 0) {
     cuda::ptx::fence_proxy_async(cuda::ptx::space_global); // the inputs the leader acquired before the bulk reads
-    for (long long k = 0; k < rows && k < depth; ++k) issue(k);
+    for (long long k = 0; k < rows && k < depth; ++k)
+      issue(k);
   }
   for (long long k = 0; k < rows; ++k) {
     const int b = static_cast<int>(k % depth);
@@ -396,7 +419,8 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
       }
     });
   }
-  if (lane == 0 && flips != 0) atomicXor(&st.phase, flips);
+  if (lane == 0 && flips != 0)
+    atomicXor(&st.phase, flips);
 #else
   (void)x, (void)n, (void)row_begin, (void)row_end, (void)stream, (void)f;
 #endif

@@ -23,15 +23,15 @@ __device__ __forceinline__ unsigned lanemask_lt() {
 
 // Adds the keys of x[0, n) in [0, bins) into counts[0, bins) (shared, already zeroed), the whole block reading
 // coalesced 32-element chunks. Integer adds: the result is independent of their order.
-template <int THREADS>
-__device__ void block_count(const std::int32_t* x, long long n, int bins, int* counts) {
+template <int THREADS> __device__ void block_count(const std::int32_t* x, long long n, int bins, int* counts) {
   const long long rounded = (n + 31) / 32 * 32; // every lane of a warp takes part in each match
 #pragma unroll 4
   for (long long i = threadIdx.x; i < rounded; i += THREADS) {
     const std::int32_t key = i < n ? x[i] : -1;
     const unsigned peers = __match_any_sync(0xffffffffu, key);
     const bool leader = (peers & lanemask_lt()) == 0;
-    if (leader && key >= 0 && key < bins) atomicAdd(&counts[key], __popc(peers));
+    if (leader && key >= 0 && key < bins)
+      atomicAdd(&counts[key], __popc(peers));
   }
 }
 
@@ -51,7 +51,8 @@ __device__ __forceinline__ void warp_count_segment(const std::int32_t* x, long l
     const long long i = base + lane;
     const std::int32_t key = i < end ? x[i] : -1;
     const unsigned peers = __match_any_sync(0xffffffffu, key);
-    if ((peers & lanemask_lt()) == 0 && key >= 0 && key < bins) row[key] += __popc(peers);
+    if ((peers & lanemask_lt()) == 0 && key >= 0 && key < bins)
+      row[key] += __popc(peers);
     __syncwarp();
   }
 }
@@ -68,9 +69,11 @@ __device__ __forceinline__ void warp_place_segment(const std::int32_t* x, long l
     const std::int32_t key = i < end ? x[i] : -1;
     const unsigned peers = __match_any_sync(0xffffffffu, key);
     const bool valid = key >= 0 && key < bins;
-    if (valid) place(static_cast<long long>(next[key]) + __popc(peers & lanemask_lt()), i);
+    if (valid)
+      place(static_cast<long long>(next[key]) + __popc(peers & lanemask_lt()), i);
     __syncwarp();
-    if (valid && (peers & lanemask_lt()) == 0) next[key] += __popc(peers);
+    if (valid && (peers & lanemask_lt()) == 0)
+      next[key] += __popc(peers);
     __syncwarp();
   }
 }

@@ -17,8 +17,10 @@ struct Max {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
   __device__ __forceinline__ std::int32_t operator()(std::int32_t a, std::int32_t b) const { return a > b ? a : b; }
   template <class T> __device__ __forceinline__ static T identity() {
-    if constexpr (cuda::std::is_same_v<T, float>) return -cuda::std::numeric_limits<float>::infinity();
-    else return cuda::std::numeric_limits<T>::min();
+    if constexpr (cuda::std::is_same_v<T, float>)
+      return -cuda::std::numeric_limits<float>::infinity();
+    else
+      return cuda::std::numeric_limits<T>::min();
   }
 };
 
@@ -26,8 +28,10 @@ struct Min {
   __device__ __forceinline__ float operator()(float a, float b) const { return fminf(a, b); }
   __device__ __forceinline__ std::int32_t operator()(std::int32_t a, std::int32_t b) const { return a < b ? a : b; }
   template <class T> __device__ __forceinline__ static T identity() {
-    if constexpr (cuda::std::is_same_v<T, float>) return cuda::std::numeric_limits<float>::infinity();
-    else return cuda::std::numeric_limits<T>::max();
+    if constexpr (cuda::std::is_same_v<T, float>)
+      return cuda::std::numeric_limits<float>::infinity();
+    else
+      return cuda::std::numeric_limits<T>::max();
   }
 };
 
@@ -40,8 +44,10 @@ template <class T> struct ArgBest {
 
 struct ArgMax {
   template <class T> __device__ __forceinline__ ArgBest<T> operator()(ArgBest<T> a, ArgBest<T> b) const {
-    if (a.index < 0) return b;
-    if (b.index < 0) return a;
+    if (a.index < 0)
+      return b;
+    if (b.index < 0)
+      return a;
     return (b.value > a.value || (b.value == a.value && b.index < a.index)) ? b : a;
   }
   template <class T> __device__ __forceinline__ static ArgBest<T> identity() { return {T(0), -1}; }
@@ -50,7 +56,8 @@ struct ArgMax {
 // Butterfly all-reduce over the 32 lanes: every lane gets the result.
 template <class T, class Op> __device__ __forceinline__ T warp_allreduce(T x, Op op) {
 #pragma unroll
-  for (int k = 16; k > 0; k >>= 1) x = op(x, __shfl_xor_sync(0xffffffffu, x, k));
+  for (int k = 16; k > 0; k >>= 1)
+    x = op(x, __shfl_xor_sync(0xffffffffu, x, k));
   return x;
 }
 
@@ -71,7 +78,8 @@ template <class T, class Op> __device__ __forceinline__ T warp_inclusive_scan(T 
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const T y = __shfl_up_sync(0xffffffffu, x, d);
-    if (lane >= d) x = op(y, x);
+    if (lane >= d)
+      x = op(y, x);
   }
   return x;
 }

@@ -23,14 +23,18 @@ template <int THREADS> struct ReduceStorage {
 
 template <int THREADS, class T>
 __device__ __forceinline__ typename cub::BlockReduce<T, THREADS>::TempStorage& reduce_temp(ReduceStorage<THREADS>& s) {
-  if constexpr (cuda::std::is_same_v<T, float>) return s.f32;
-  else return s.i32;
+  if constexpr (cuda::std::is_same_v<T, float>)
+    return s.f32;
+  else
+    return s.i32;
 }
 template <int THREADS, class T>
 __device__ __forceinline__ typename cub::BlockReduce<ArgBest<T>, THREADS>::TempStorage&
 arg_temp(ReduceStorage<THREADS>& s) {
-  if constexpr (cuda::std::is_same_v<T, float>) return s.arg_f32;
-  else return s.arg_i32;
+  if constexpr (cuda::std::is_same_v<T, float>)
+    return s.arg_f32;
+  else
+    return s.arg_i32;
 }
 
 // Block reduce of this thread's value; the result is valid in thread 0. The storage may be reused after the
@@ -68,7 +72,9 @@ __device__ ArgBest<T> block_reduce_range(ReduceFn fn, const T* x, long long n, l
   }
   case ReduceFn::argmax: {
     ArgBest<T> acc = ArgMax::identity<T>();
-    for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long i, T v) { acc = ArgMax{}(acc, ArgBest<T>{v, first_index + i}); });
+    for_each_owned_streamed<THREADS>(x, n, load, stream, [&](long long i, T v) {
+      acc = ArgMax{}(acc, ArgBest<T>{v, first_index + i});
+    });
     return block_reduce<THREADS>(acc, ArgMax{}, s);
   }
   }
@@ -83,22 +89,26 @@ __device__ ArgBest<T> block_combine(ReduceFn fn, unsigned count, Get get, Reduce
   switch (fn) {
   case ReduceFn::sum: {
     T acc = Sum::identity<T>();
-    for (unsigned k = tid; k < count; k += THREADS) acc = acc + get(k).value;
+    for (unsigned k = tid; k < count; k += THREADS)
+      acc = acc + get(k).value;
     return {block_reduce<THREADS>(acc, Sum{}, s), 0};
   }
   case ReduceFn::max: {
     T acc = Max::identity<T>();
-    for (unsigned k = tid; k < count; k += THREADS) acc = Max{}(acc, get(k).value);
+    for (unsigned k = tid; k < count; k += THREADS)
+      acc = Max{}(acc, get(k).value);
     return {block_reduce<THREADS>(acc, Max{}, s), 0};
   }
   case ReduceFn::min: {
     T acc = Min::identity<T>();
-    for (unsigned k = tid; k < count; k += THREADS) acc = Min{}(acc, get(k).value);
+    for (unsigned k = tid; k < count; k += THREADS)
+      acc = Min{}(acc, get(k).value);
     return {block_reduce<THREADS>(acc, Min{}, s), 0};
   }
   case ReduceFn::argmax: {
     ArgBest<T> acc = ArgMax::identity<T>();
-    for (unsigned k = tid; k < count; k += THREADS) acc = ArgMax{}(acc, get(k));
+    for (unsigned k = tid; k < count; k += THREADS)
+      acc = ArgMax{}(acc, get(k));
     return block_reduce<THREADS>(acc, ArgMax{}, s);
   }
   }
@@ -115,22 +125,26 @@ template <class T, class Load> __device__ ArgBest<T> warp_reduce_row(ReduceFn fn
   switch (fn) {
   case ReduceFn::sum: {
     T acc = Sum::identity<T>();
-    for (long long i = lane; i < n; i += 32) acc = acc + load(x + i);
+    for (long long i = lane; i < n; i += 32)
+      acc = acc + load(x + i);
     return {warp_allreduce(acc, Sum{}), 0};
   }
   case ReduceFn::max: {
     T acc = Max::identity<T>();
-    for (long long i = lane; i < n; i += 32) acc = Max{}(acc, load(x + i));
+    for (long long i = lane; i < n; i += 32)
+      acc = Max{}(acc, load(x + i));
     return {warp_allreduce(acc, Max{}), 0};
   }
   case ReduceFn::min: {
     T acc = Min::identity<T>();
-    for (long long i = lane; i < n; i += 32) acc = Min{}(acc, load(x + i));
+    for (long long i = lane; i < n; i += 32)
+      acc = Min{}(acc, load(x + i));
     return {warp_allreduce(acc, Min{}), 0};
   }
   case ReduceFn::argmax: {
     ArgBest<T> acc = ArgMax::identity<T>();
-    for (long long i = lane; i < n; i += 32) acc = ArgMax{}(acc, ArgBest<T>{load(x + i), i});
+    for (long long i = lane; i < n; i += 32)
+      acc = ArgMax{}(acc, ArgBest<T>{load(x + i), i});
     return warp_allreduce(acc, ArgMax{});
   }
   }

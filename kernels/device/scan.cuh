@@ -18,7 +18,6 @@ namespace gridflow::kernels {
 
 inline constexpr int kRowScanItems = 4; // items per thread per chunk of a block-per-row scan
 
-
 // A whole-range chunk's shared memory: a staging copy of the chunk (sources that cannot be read as 16-byte groups:
 // polled or misaligned inputs) and the warps' totals.
 template <int THREADS, int ITEMS, class T> struct StripedScanStorage {
@@ -41,16 +40,22 @@ template <int THREADS, int ITEMS, class T> struct ScanTypes {
   using Load = cub::BlockLoad<T, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
   using Scan = cub::BlockScan<T, THREADS>;
   template <class S> __device__ static auto& load(S& s) {
-    if constexpr (cuda::std::is_same_v<T, float>) return s.load_f32;
-    else return s.load_i32;
+    if constexpr (cuda::std::is_same_v<T, float>)
+      return s.load_f32;
+    else
+      return s.load_i32;
   }
   template <class S> __device__ static auto& scan(S& s) {
-    if constexpr (cuda::std::is_same_v<T, float>) return s.scan_f32;
-    else return s.scan_i32;
+    if constexpr (cuda::std::is_same_v<T, float>)
+      return s.scan_f32;
+    else
+      return s.scan_i32;
   }
   template <class S> __device__ static auto& striped(S& s) {
-    if constexpr (cuda::std::is_same_v<T, float>) return s.striped_f32;
-    else return s.striped_i32;
+    if constexpr (cuda::std::is_same_v<T, float>)
+      return s.striped_f32;
+    else
+      return s.striped_i32;
   }
 };
 
@@ -74,7 +79,8 @@ template <class T, class Tail> struct ChunkSource {
 // block barrier (plus any in prefix); a block barrier must separate it from the next use of `s`.
 template <int THREADS, int ITEMS, class T, class Op, class Tail, class Store, class Prefix>
 __device__ __forceinline__ void striped_scan_chunk(Op op, bool exclusive, const ChunkSource<T, Tail>& src, T* out,
-                                                   Store store, Prefix& prefix, StripedScanStorage<THREADS, ITEMS, T>& s) {
+                                                   Store store, Prefix& prefix,
+                                                   StripedScanStorage<THREADS, ITEMS, T>& s) {
   static_assert(ITEMS % 4 == 0 && sizeof(T) == 4);
   constexpr int R = ITEMS / 4, kWarps = THREADS / 32;
   using V = typename Vec4<T>::type;
@@ -113,13 +119,15 @@ __device__ __forceinline__ void striped_scan_chunk(Op op, bool exclusive, const 
     rows_before[r] = warp_total;
     warp_total = op(warp_total, row_total[r]);
   }
-  if (lane == 0) s.warp_totals[warp] = warp_total;
+  if (lane == 0)
+    s.warp_totals[warp] = warp_total;
   __syncthreads();
   T warps_before = identity, total = identity;
 #pragma unroll
   for (int k = 0; k < kWarps; ++k) {
     const T t = s.warp_totals[k];
-    if (k < warp) warps_before = op(warps_before, t);
+    if (k < warp)
+      warps_before = op(warps_before, t);
     total = op(total, t);
   }
   const T carry = op(prefix(total), warps_before);
@@ -133,10 +141,14 @@ __device__ __forceinline__ void striped_scan_chunk(Op op, bool exclusive, const 
     if (vector_store && e + 4 <= src.n) {
       reinterpret_cast<V*>(out)[e / 4] = y;
     } else {
-      if (e < src.n) store(out + e, y.x);
-      if (e + 1 < src.n) store(out + e + 1, y.y);
-      if (e + 2 < src.n) store(out + e + 2, y.z);
-      if (e + 3 < src.n) store(out + e + 3, y.w);
+      if (e < src.n)
+        store(out + e, y.x);
+      if (e + 1 < src.n)
+        store(out + e + 1, y.y);
+      if (e + 2 < src.n)
+        store(out + e + 2, y.z);
+      if (e + 3 < src.n)
+        store(out + e + 3, y.w);
     }
   }
 }
@@ -146,7 +158,8 @@ __device__ __forceinline__ void striped_scan_chunk(Op op, bool exclusive, const 
 template <int THREADS, int ITEMS, class T, class Load>
 __device__ __forceinline__ void stage_chunk(const T* in, int n, Load load, StripedScanStorage<THREADS, ITEMS, T>& s) {
 #pragma unroll 1
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += THREADS) s.staging[i] = load(in + i);
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += THREADS)
+    s.staging[i] = load(in + i);
   __syncthreads();
 }
 
@@ -160,8 +173,10 @@ __device__ void warp_scan_row(Op op, bool exclusive, const T* in, T* out, long l
     const T v = i < n ? load(in + i) : Op::template identity<T>();
     const T inc = warp_inclusive_scan(v, op);
     T ex = __shfl_up_sync(0xffffffffu, inc, 1);
-    if (lane == 0) ex = Op::template identity<T>();
-    if (i < n) store(out + i, exclusive ? (lane == 0 ? carry : op(carry, ex)) : op(carry, inc));
+    if (lane == 0)
+      ex = Op::template identity<T>();
+    if (i < n)
+      store(out + i, exclusive ? (lane == 0 ? carry : op(carry, ex)) : op(carry, inc));
     carry = op(carry, __shfl_sync(0xffffffffu, inc, 31));
   }
 }
@@ -190,12 +205,15 @@ __device__ void block_scan_row(Op op, bool exclusive, const T* in, T* out, long 
       const long long i = base + static_cast<long long>(threadIdx.x) * kRowScanItems + j;
       items[j] = i < n ? load(in + i) : Op::template identity<T>();
     }
-    if (exclusive) Scan(ScanTypes<THREADS, ITEMS, T>::scan(s)).ExclusiveScan(items, items, op, carry);
-    else Scan(ScanTypes<THREADS, ITEMS, T>::scan(s)).InclusiveScan(items, items, op, carry);
+    if (exclusive)
+      Scan(ScanTypes<THREADS, ITEMS, T>::scan(s)).ExclusiveScan(items, items, op, carry);
+    else
+      Scan(ScanTypes<THREADS, ITEMS, T>::scan(s)).InclusiveScan(items, items, op, carry);
 #pragma unroll
     for (int j = 0; j < kRowScanItems; ++j) {
       const long long i = base + static_cast<long long>(threadIdx.x) * kRowScanItems + j;
-      if (i < n) store(out + i, items[j]);
+      if (i < n)
+        store(out + i, items[j]);
     }
     __syncthreads(); // the scan storage is reused by the next chunk
   }

@@ -30,7 +30,8 @@ template <int THREADS> constexpr long long register_row_max_cols() {
 // register_row_max_cols): Q, the smallest power of two with 4 * Q * THREADS >= n.
 template <int THREADS> constexpr int register_row_quads(long long n) {
   int q = 1;
-  while (4LL * q * THREADS < n) q *= 2;
+  while (4LL * q * THREADS < n)
+    q *= 2;
   return q;
 }
 
@@ -57,7 +58,8 @@ struct MaxSum {
 struct MergeMaxSum {
   __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
     const float m = fmaxf(a.m, b.m);
-    if (m == -INFINITY) return {m, 0.0f};
+    if (m == -INFINITY)
+      return {m, 0.0f};
     return {m, a.s * fast_exp(a.m - m) + b.s * fast_exp(b.m - m)};
   }
 };
@@ -84,11 +86,11 @@ struct RowNorm {
 
 // A warp's share of one row: its max `m` over the values it holds (-inf when it holds none), and the sum of
 // exp(v - m) over them, which replaces each of `v` that softmax will store (log-softmax keeps v).
-template <int N>
-__device__ __forceinline__ MaxSum warp_row_state(float (&v)[N], const bool (&valid)[N], bool log) {
+template <int N> __device__ __forceinline__ MaxSum warp_row_state(float (&v)[N], const bool (&valid)[N], bool log) {
   float m = -INFINITY;
 #pragma unroll
-  for (int j = 0; j < N; ++j) m = valid[j] ? fmaxf(m, v[j]) : m;
+  for (int j = 0; j < N; ++j)
+    m = valid[j] ? fmaxf(m, v[j]) : m;
   m = warp_allreduce(m, Max{});
   const float base = m == -INFINITY ? 0.0f : m; // all -inf: exp(-inf) = 0, not exp(NaN)
   float sum = 0.0f;
@@ -96,7 +98,8 @@ __device__ __forceinline__ MaxSum warp_row_state(float (&v)[N], const bool (&val
   for (int j = 0; j < N; ++j) {
     const float e = valid[j] ? fast_exp(v[j] - base) : 0.0f; // adding +0 leaves the sum's bits unchanged
     sum += e;
-    if (!log) v[j] = e; // softmax stores e * exp(m - row max) / sum: keep e instead of recomputing it
+    if (!log)
+      v[j] = e; // softmax stores e * exp(m - row max) / sum: keep e instead of recomputing it
   }
   return {m, warp_allreduce(sum, Sum{})};
 }
@@ -112,8 +115,8 @@ struct RowScale {
   RowNorm norm;
   float scale;
 };
-__device__ __forceinline__ RowScale merge_warp_states(const float* part_max, const float* part_sum, int first, int count,
-                                                      MaxSum own, bool log) {
+__device__ __forceinline__ RowScale merge_warp_states(const float* part_max, const float* part_sum, int first,
+                                                      int count, MaxSum own, bool log) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const bool held = lane < count;
   const float pm = held ? part_max[first + lane] : -INFINITY;
@@ -123,7 +126,8 @@ __device__ __forceinline__ RowScale merge_warp_states(const float* part_max, con
   return {norm, log ? 0.0f : fast_exp(own.m - m) * norm.inv_s};
 }
 
-template <class Store> __device__ __forceinline__ void store_softmax(Store store, float* y, float x, RowNorm r, bool log) {
+template <class Store>
+__device__ __forceinline__ void store_softmax(Store store, float* y, float x, RowNorm r, bool log) {
   store(y, log ? (x - r.m) - r.log_s : fast_exp(x - r.m) * r.inv_s);
 }
 
@@ -137,7 +141,8 @@ template <class Store> __device__ __forceinline__ void store_softmax(Store store
 // folds bit-identically to a plain one.
 __host__ __device__ constexpr int short_row_group_warps(long long rows, long long n, int warps) {
   const long long need = (n + 127) / 128; // warps that hold the row at one float4 quad per thread
-  if (rows >= warps || need <= 1 || need > warps) return 1;
+  if (rows >= warps || need <= 1 || need > warps)
+    return 1;
   return static_cast<int>(cuda::std::bit_ceil(static_cast<unsigned>(need)));
 }
 static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_group_warps(8, kShortRowMaxCols, 8) == 1);
@@ -165,7 +170,8 @@ __device__ __forceinline__ void warp_softmax_values(float (&v)[kWarpRowValues], 
   // the same in every caller), so the fold is not one 32-long chain of dependent instructions.
   float mk[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
 #pragma unroll
-  for (int k = 0; k < kWarpRowValues; ++k) mk[k & 3] = fmaxf(mk[k & 3], v[k]);
+  for (int k = 0; k < kWarpRowValues; ++k)
+    mk[k & 3] = fmaxf(mk[k & 3], v[k]);
   const float m = warp_allreduce(fmaxf(fmaxf(mk[0], mk[1]), fmaxf(mk[2], mk[3])), Max{});
   float sk[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -173,12 +179,14 @@ __device__ __forceinline__ void warp_softmax_values(float (&v)[kWarpRowValues], 
     if (32 * k < left) {
       const float e = fast_exp(v[k] - m);
       sk[k & 3] += e;
-      if (!log) v[k] = e; // softmax stores e / sum: kept instead of computed again
+      if (!log)
+        v[k] = e; // softmax stores e / sum: kept instead of computed again
     }
   const RowNorm r = RowNorm::of({m, warp_allreduce((sk[0] + sk[1]) + (sk[2] + sk[3]), Sum{})}, log);
 #pragma unroll
   for (int k = 0; k < kWarpRowValues; ++k)
-    if (32 * k < left) store(y + lane + 32 * k, log ? (v[k] - r.m) - r.log_s : v[k] * r.inv_s);
+    if (32 * k < left)
+      store(y + lane + 32 * k, log ? (v[k] - r.m) - r.log_s : v[k] * r.inv_s);
 }
 template <class Load, class Store>
 __device__ void warp_softmax_row(const float* x, float* y, long long n, bool log, Load load, Store store) {
@@ -210,18 +218,22 @@ __device__ void group_softmax_rows(const float* x, float* y, long long row_begin
     float v[4];
     bool valid[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) valid[j] = active && (kVec || 4 * r + j < n);
+    for (int j = 0; j < 4; ++j)
+      valid[j] = active && (kVec || 4 * r + j < n);
     if (active && kVec) {
       const float4 f = *reinterpret_cast<const float4*>(xt);
       v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
     } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = valid[j] ? load(xt + j) : -INFINITY;
+      for (int j = 0; j < 4; ++j)
+        v[j] = valid[j] ? load(xt + j) : -INFINITY;
     }
     const MaxSum own = warp_row_state(v, valid, log);
-    if (lane == 0) s.part_max[set][0][warp] = own.m, s.part_sum[set][0][warp] = own.s;
+    if (lane == 0)
+      s.part_max[set][0][warp] = own.m, s.part_sum[set][0][warp] = own.s;
     __syncthreads();
-    if (!active) continue;
+    if (!active)
+      continue;
     const RowScale rs = merge_warp_states(s.part_max[set][0], s.part_sum[set][0], slot * g, g, own, log);
     const auto out = [&](float v_or_e) { return log ? (v_or_e - rs.norm.m) - rs.norm.log_s : v_or_e * rs.scale; };
     if constexpr (kVec) {
@@ -229,7 +241,8 @@ __device__ void group_softmax_rows(const float* x, float* y, long long row_begin
     } else {
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        if (valid[j]) store(yt + j, out(v[j]));
+        if (valid[j])
+          store(yt + j, out(v[j]));
     }
   }
 }
@@ -265,7 +278,8 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
     float v[R][4 * Q];
     bool valid[R][4 * Q];
     const float* rows = x + first * n; // this pass's first row
-    if constexpr (kStaged) rows = ring->template wait<float>(slot);
+    if constexpr (kStaged)
+      rows = ring->template wait<float>(slot);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const bool active = first + r < row_end;
@@ -274,13 +288,15 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
       for (int q = 0; q < Q; ++q) {
         const int i = 4 * (static_cast<int>(threadIdx.x) + q * THREADS);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) valid[r][4 * q + j] = active && i + j < n;
+        for (int j = 0; j < 4; ++j)
+          valid[r][4 * q + j] = active && i + j < n;
         if (kVec && valid[r][4 * q]) {
           const float4 f = *reinterpret_cast<const float4*>(xr + i);
           v[r][4 * q] = f.x, v[r][4 * q + 1] = f.y, v[r][4 * q + 2] = f.z, v[r][4 * q + 3] = f.w;
         } else {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) v[r][4 * q + j] = valid[r][4 * q + j] ? load(xr + i + j) : -INFINITY;
+          for (int j = 0; j < 4; ++j)
+            v[r][4 * q + j] = valid[r][4 * q + j] ? load(xr + i + j) : -INFINITY;
         }
       }
     }
@@ -288,17 +304,20 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       own[r] = warp_row_state(v[r], valid[r], log);
-      if (lane == 0) s.part_max[set][r][warp] = own[r].m, s.part_sum[set][r][warp] = own[r].s;
+      if (lane == 0)
+        s.part_max[set][r][warp] = own[r].m, s.part_sum[set][r][warp] = own[r].s;
     }
     __syncthreads(); // also: every thread has read the pass's rows (the slot may be refilled)
     if constexpr (kStaged) {
       const long long next = first + static_cast<long long>(ring->slots) * R;
-      if (threadIdx.x == 0 && next < row_end) issue_row_pass<THREADS>(*ring, slot, x, n, next, row_end, R);
+      if (threadIdx.x == 0 && next < row_end)
+        issue_row_pass<THREADS>(*ring, slot, x, n, next, row_end, R);
       slot = ring->next_slot(slot);
     }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      if (first + r >= row_end) continue;
+      if (first + r >= row_end)
+        continue;
       const RowScale rs = merge_warp_states(s.part_max[set][r], s.part_sum[set][r], 0, kWarps, own[r], log);
       const auto out = [&](float v_or_e) { return log ? (v_or_e - rs.norm.m) - rs.norm.log_s : v_or_e * rs.scale; };
       float* yr = y + (first + r) * n;
@@ -311,7 +330,8 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
         } else {
 #pragma unroll
           for (int j = 0; j < 4; ++j)
-            if (valid[r][4 * q + j]) store(yr + i + j, out(e[j]));
+            if (valid[r][4 * q + j])
+              store(yr + i + j, out(e[j]));
         }
       }
     }
@@ -342,7 +362,8 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
           for (int k = 0; k < ring.slots && row_begin + static_cast<long long>(k) * kRows < row_end; ++k)
             issue_row_pass<THREADS>(ring, k, x, n, row_begin + static_cast<long long>(k) * kRows, row_end, kRows);
         }
-        block_softmax_register_rows<kQ, true, true, THREADS>(x, y, row_begin, row_end, cols, log, load, store, s, &ring);
+        block_softmax_register_rows<kQ, true, true, THREADS>(x, y, row_begin, row_end, cols, log, load, store, s,
+                                                             &ring);
         ring.finish();
         return;
       }
@@ -352,17 +373,21 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
   };
   const auto with_q = [&](auto q) {
     if constexpr (Load::kVectorizable && Store::kVectorizable)
-      if (vec) return run(q, integral_constant<bool, true>{});
+      if (vec)
+        return run(q, integral_constant<bool, true>{});
     run(q, integral_constant<bool, false>{});
   };
   // Only the Q that some row longer than kShortRowMaxCols needs are compiled.
   const int q = register_row_quads<THREADS>(n);
   if constexpr (4LL * THREADS > kShortRowMaxCols)
-    if (q == 1) return with_q(integral_constant<int, 1>{});
+    if (q == 1)
+      return with_q(integral_constant<int, 1>{});
   if constexpr (8LL * THREADS > kShortRowMaxCols)
-    if (q == 2) return with_q(integral_constant<int, 2>{});
+    if (q == 2)
+      return with_q(integral_constant<int, 2>{});
   if constexpr (16LL * THREADS > kShortRowMaxCols)
-    if (q == 4) return with_q(integral_constant<int, 4>{});
+    if (q == 4)
+      return with_q(integral_constant<int, 4>{});
   with_q(integral_constant<int, 8>{});
 }
 
@@ -394,10 +419,12 @@ __device__ void block_softmax_short_rows(const float* x, float* y, long long row
     return;
   }
   const int lg_g = cuda::std::countr_zero(static_cast<unsigned>(g));
-  const bool whole = n == 128LL * g && ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) & 15u) == 0;
+  const bool whole =
+      n == 128LL * g && ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) & 15u) == 0;
   const int cols = static_cast<int>(n);
   if constexpr (Load::kVectorizable && Store::kVectorizable)
-    if (whole) return group_softmax_rows<true, THREADS>(x, y, row_begin, row_end, cols, log, load, store, lg_g, s);
+    if (whole)
+      return group_softmax_rows<true, THREADS>(x, y, row_begin, row_end, cols, log, load, store, lg_g, s);
   group_softmax_rows<false, THREADS>(x, y, row_begin, row_end, cols, log, load, store, lg_g, s);
 }
 
@@ -422,7 +449,8 @@ __device__ void block_softmax_row(const float* x, float* y, long long n, bool lo
       },
       [&] {
         const MaxSum r = cub::BlockReduce<MaxSum, THREADS>(s.reduce).Reduce(st, MergeMaxSum{});
-        if (threadIdx.x == 0) s.row = r;
+        if (threadIdx.x == 0)
+          s.row = r;
         __syncthreads();
         row = RowNorm::of(s.row, log);
       },

@@ -19,8 +19,10 @@ template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
   const std::int64_t tile_bytes = t.tile_size * program::input_per_item(t) * 4;
   const std::int64_t row_bytes = t.cols * 4;
   switch (static_cast<program::Opcode>(t.opcode)) {
-  case program::Opcode::reduce_all: return tile_bytes;
-  case program::Opcode::reduce_rows: return t.cols > kernels::kWarpReduceRowMaxCols ? row_bytes : 0;
+  case program::Opcode::reduce_all:
+    return tile_bytes;
+  case program::Opcode::reduce_rows:
+    return t.cols > kernels::kWarpReduceRowMaxCols ? row_bytes : 0;
   case program::Opcode::scan_all: // several chunks: a streamed reduce first, then the chunks from the ring
     return t.tile_size > std::int64_t{THREADS} * kernels::scan_items_for(THREADS) ? tile_bytes : 0;
   case program::Opcode::softmax_rows:
@@ -30,15 +32,18 @@ template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
       return t.tile_size > kernels::register_rows_per_pass<THREADS>(t.cols)
                  ? 2 * kernels::register_rows_per_pass<THREADS>(t.cols) * row_bytes
                  : 0;
-    return row_bytes;                                                   // two passes over each row
-  default: return 0;
+    return row_bytes; // two passes over each row
+  default:
+    return 0;
   }
 }
 
 template <int THREADS> std::uint32_t ring_for(const LoweredProgram& p) {
   std::int64_t longest = 0;
-  for (const program::TaskDesc& t : p.tasks) longest = std::max(longest, streamed_bytes<THREADS>(t));
-  if (longest == 0) return 0;
+  for (const program::TaskDesc& t : p.tasks)
+    longest = std::max(longest, streamed_bytes<THREADS>(t));
+  if (longest == 0)
+    return 0;
   const std::int64_t stage = kernels::stream_stage_bytes(THREADS);
   const std::int64_t stages = std::max<std::int64_t>(2, (longest + stage - 1) / stage);
   return static_cast<std::uint32_t>(std::min<std::int64_t>(stages * stage, kernels::stream_ring_bytes(THREADS)));
@@ -48,11 +53,16 @@ template <int THREADS> std::uint32_t ring_for(const LoweredProgram& p) {
 
 std::uint32_t copy_ring_bytes(const LoweredProgram& program, std::uint32_t threads) {
   switch (threads) {
-  case 128: return ring_for<128>(program);
-  case 256: return ring_for<256>(program);
-  case 512: return ring_for<512>(program);
-  case 1024: return ring_for<1024>(program);
-  default: return 0;
+  case 128:
+    return ring_for<128>(program);
+  case 256:
+    return ring_for<256>(program);
+  case 512:
+    return ring_for<512>(program);
+  case 1024:
+    return ring_for<1024>(program);
+  default:
+    return 0;
   }
 }
 

@@ -18,24 +18,28 @@ template <int THREADS> __device__ void histogram_tile(TileContext<THREADS> c) {
   const program::ItemRange items = program::tile_items(c.task(), c.index);
   const int bins = static_cast<int>(c.task().param);
   int* counts = c.s().counting.counts;
-  for (int b = threadIdx.x; b < bins; b += THREADS) counts[b] = 0;
+  for (int b = threadIdx.x; b < bins; b += THREADS)
+    counts[b] = 0;
   __syncthreads();
   kernels::block_count<THREADS>(c.template in<std::int32_t>() + items.begin, items.size(), bins, counts);
   __syncthreads();
   std::int32_t* out = c.template out<std::int32_t>();
   if (c.task().num_tiles == 1) {
-    for (int b = threadIdx.x; b < bins; b += THREADS) out[b] = counts[b];
+    for (int b = threadIdx.x; b < bins; b += THREADS)
+      out[b] = counts[b];
     return;
   }
   auto* rows = reinterpret_cast<int*>(c.scratch());
-  for (int b = threadIdx.x; b < bins; b += THREADS) rows[std::size_t{c.index} * bins + b] = counts[b];
+  for (int b = threadIdx.x; b < bins; b += THREADS)
+    rows[std::size_t{c.index} * bins + b] = counts[b];
   __syncthreads(); // every thread's row entries before the leader's release (arrive_is_last is acq_rel)
   if (threadIdx.x == 0) {
     auto* counter = reinterpret_cast<std::uint64_t*>(c.state + c.task().counter);
     c.s().flag = protocol::arrive_is_last(counter, std::uint64_t{c.task().num_tiles} * c.epoch) ? 1 : 0;
   }
   __syncthreads();
-  if (!c.s().flag) return;
+  if (!c.s().flag)
+    return;
   for (int b = threadIdx.x; b < bins; b += THREADS) {
     unsigned total = 0; // wraps like the reference's i32 adds
     for (std::uint32_t j = 0; j < c.task().num_tiles; ++j)
@@ -51,7 +55,8 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
   const std::int32_t* keys = c.template in<std::int32_t>() + items.begin;
   int* counts = c.s().counting.counts; // [segment][bin]
   const int warp = threadIdx.x / 32;
-  for (int i = threadIdx.x; i < kSegments * bins; i += THREADS) counts[i] = 0;
+  for (int i = threadIdx.x; i < kSegments * bins; i += THREADS)
+    counts[i] = 0;
   __syncthreads();
   long long seg_begin = 0, seg_end = 0;
   if (warp < kSegments) {
@@ -67,11 +72,13 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
   if (several) {
     for (int b = threadIdx.x; b < bins; b += THREADS) {
       int total = 0;
-      for (int s = 0; s < kSegments; ++s) total += counts[s * bins + b];
+      for (int s = 0; s < kSegments; ++s)
+        total += counts[s * bins + b];
       rows[std::size_t{c.index} * bins + b] = total;
     }
     __syncthreads();
-    if (threadIdx.x == 0) protocol::publish_word(ready + c.index, c.epoch, 0);
+    if (threadIdx.x == 0)
+      protocol::publish_word(ready + c.index, c.epoch, 0);
     for (std::uint32_t j = threadIdx.x; j < c.index; j += THREADS) {
       std::uint32_t unused = 0;
       if (!protocol::wait_word(c.site().site, {program::WaitKind::lookback, c.site().task, j, c.epoch}, ready + j,
@@ -79,14 +86,16 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
         *c.site().abort = 1;
     }
     __syncthreads(); // each thread's acquire, then the whole block's loads of the rows
-    if (*c.site().abort) return;
+    if (*c.site().abort)
+      return;
   }
   // Each segment's first position per bin: offsets + earlier tiles' rows + earlier segments of this tile.
   const std::int32_t* offsets = c.template aux<const std::int32_t>();
   for (int b = threadIdx.x; b < bins; b += THREADS) {
     int next = offsets[b];
     if (several)
-      for (std::uint32_t j = 0; j < c.index; ++j) next += load_row_entry(rows, std::size_t{j} * bins + b);
+      for (std::uint32_t j = 0; j < c.index; ++j)
+        next += load_row_entry(rows, std::size_t{j} * bins + b);
     for (int s = 0; s < kSegments; ++s) {
       const int n = counts[s * bins + b];
       counts[s * bins + b] = next;
@@ -99,7 +108,8 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
     const auto out_size = static_cast<long long>(c.task().out_size);
     const long long first = items.begin;
     kernels::warp_place_segment(keys, seg_begin, seg_end, bins, counts + warp * bins, [&](long long pos, long long i) {
-      if (pos >= 0 && pos < out_size) out[pos] = static_cast<std::int32_t>(first + i);
+      if (pos >= 0 && pos < out_size)
+        out[pos] = static_cast<std::int32_t>(first + i);
     });
   }
 }
@@ -122,13 +132,14 @@ template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS>
   }
   __syncthreads();
   int pos[ITEMS];
-  LookbackPrefix<int, kernels::Sum> prefix{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles,
-                                           c.index, c.epoch, kernels::Sum{}};
+  LookbackPrefix<int, kernels::Sum> prefix{
+      &c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index, c.epoch, kernels::Sum{}};
   IntScan(c.s().scan.scan_i32).ExclusiveScan(keep, pos, kernels::Sum{}, prefix);
   T* out = c.template out<T>();
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j)
-    if (keep[j]) out[pos[j]] = x[j];
+    if (keep[j])
+      out[pos[j]] = x[j];
   if (c.index + 1 == c.task().num_tiles && threadIdx.x == THREADS - 1) {
     auto* count = c.template aux<std::int32_t>();
     *count = pos[ITEMS - 1] + keep[ITEMS - 1];
@@ -139,13 +150,18 @@ template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS>
 // Not inlined: the counting bodies keep their registers out of the megakernel's main path.
 template <int THREADS> __device__ __noinline__ bool dispatch_counting(TileContext<THREADS> c) {
   switch (static_cast<program::Opcode>(c.task().opcode)) {
-  case program::Opcode::histogram: histogram_tile<THREADS>(c); return true;
-  case program::Opcode::scatter: scatter_tile<THREADS>(c); return true;
+  case program::Opcode::histogram:
+    histogram_tile<THREADS>(c);
+    return true;
+  case program::Opcode::scatter:
+    scatter_tile<THREADS>(c);
+    return true;
   case program::Opcode::select:
     c.task().dtype == static_cast<std::uint32_t>(DType::i32) ? select_tile<THREADS, std::int32_t>(c)
-                                                           : select_tile<THREADS, float>(c);
+                                                             : select_tile<THREADS, float>(c);
     return true;
-  default: return false;
+  default:
+    return false;
   }
 }
 

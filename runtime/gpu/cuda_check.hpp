@@ -12,7 +12,8 @@
 namespace gridflow::detail {
 
 inline void cuda_check(cudaError_t err, const char* expr, const char* file, int line) {
-  if (err == cudaSuccess) return;
+  if (err == cudaSuccess)
+    return;
   throw RuntimeError(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ") in " +
                      expr + " at " + file + ":" + std::to_string(line));
 }

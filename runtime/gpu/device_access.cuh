@@ -8,8 +8,12 @@
 
 namespace gridflow::gpu {
 
-template <class T> __device__ __forceinline__ std::uint32_t to_bits(T v) { return cuda::std::bit_cast<std::uint32_t>(v); }
-template <class T> __device__ __forceinline__ T from_bits(std::uint32_t b) { return cuda::std::bit_cast<T>(b); }
+template <class T> __device__ __forceinline__ std::uint32_t to_bits(T v) {
+  return cuda::std::bit_cast<std::uint32_t>(v);
+}
+template <class T> __device__ __forceinline__ T from_bits(std::uint32_t b) {
+  return cuda::std::bit_cast<T>(b);
+}
 
 // Where a body records a failed wait, and the block's abort flag in shared memory. One per block, in its shared
 // storage (SharedStorage::site): control, timeout and block are set once per launch, tile and task by stage_tile.
@@ -35,7 +39,8 @@ struct PollLoad {
             return last;
           },
           [](std::uint64_t v) { return v != program::kSentinelBits; });
-      if (!ok) *tile->abort = 1;
+      if (!ok)
+        *tile->abort = 1;
       bits = static_cast<std::uint32_t>(last);
     }
     return from_bits<T>(bits);
@@ -47,8 +52,10 @@ struct CanonicalStore {
   static constexpr bool kVectorizable = false;
   template <class T> __device__ __forceinline__ void operator()(T* p, T v) const {
     std::uint32_t bits = to_bits(v);
-    if (bits == program::kSentinelBits) bits = program::kCanonicalNanBits;
-    protocol::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(p)).store(bits, cuda::std::memory_order_relaxed);
+    if (bits == program::kSentinelBits)
+      bits = program::kCanonicalNanBits;
+    protocol::atomic_ref<std::uint32_t>(*reinterpret_cast<std::uint32_t*>(p))
+        .store(bits, cuda::std::memory_order_relaxed);
   }
 };
 
@@ -67,21 +74,25 @@ template <class T, class Op> struct LookbackPrefix {
 
   __device__ T operator()(T aggregate) {
     const T identity = Op::template identity<T>();
-    if (num_tiles <= 1) return identity;
+    if (num_tiles <= 1)
+      return identity;
     const unsigned lane = threadIdx.x & 31;
     const std::uint32_t levels = protocol::lookback_levels(num_tiles);
-    if (lane == 0) protocol::publish_word(words + index, epoch, to_bits(aggregate));
+    if (lane == 0)
+      protocol::publish_word(words + index, epoch, to_bits(aggregate));
     std::uint64_t seen[protocol::kMaxLookbackLevels];
     {
       std::uint64_t offset = 0;
 #pragma unroll
       for (std::uint32_t k = 0; k < protocol::kMaxLookbackLevels; ++k) {
         seen[k] = 0;
-        if (k >= levels) continue;
+        if (k >= levels)
+          continue;
         const std::uint32_t idx = index >> (protocol::kLookbackRadixBits * k);
         const std::uint32_t group = idx & ~(protocol::kLookbackRadix - 1);
         if (group + lane < idx)
-          seen[k] = protocol::atomic_ref<std::uint64_t>(words[offset + group + lane]).load(cuda::std::memory_order_relaxed);
+          seen[k] =
+              protocol::atomic_ref<std::uint64_t>(words[offset + group + lane]).load(cuda::std::memory_order_relaxed);
         offset += protocol::lookback_level_size(num_tiles, k);
       }
     }
@@ -92,7 +103,8 @@ template <class T, class Op> struct LookbackPrefix {
 #pragma unroll
     for (std::uint32_t k = 0; k < protocol::kMaxLookbackLevels; ++k) {
       parts[k] = identity;
-      if (k >= levels) continue;
+      if (k >= levels)
+        continue;
       const std::uint32_t idx = index >> (protocol::kLookbackRadixBits * k);
       const std::uint32_t group = idx & ~(protocol::kLookbackRadix - 1);
       T v = identity;
@@ -109,7 +121,8 @@ template <class T, class Op> struct LookbackPrefix {
       const std::uint64_t next = offset + protocol::lookback_level_size(num_tiles, k);
       if (carry && (idx & (protocol::kLookbackRadix - 1)) == protocol::kLookbackRadix - 1 && k + 1 < levels) {
         own = op(parts[k], own);
-        if (lane == 0) protocol::publish_word(words + next + (idx >> protocol::kLookbackRadixBits), epoch, to_bits(own));
+        if (lane == 0)
+          protocol::publish_word(words + next + (idx >> protocol::kLookbackRadixBits), epoch, to_bits(own));
       } else {
         carry = false;
       }
@@ -118,7 +131,8 @@ template <class T, class Op> struct LookbackPrefix {
     T prefix = identity;
 #pragma unroll
     for (int k = protocol::kMaxLookbackLevels - 1; k >= 0; --k)
-      if (static_cast<std::uint32_t>(k) < levels) prefix = op(prefix, parts[k]);
+      if (static_cast<std::uint32_t>(k) < levels)
+        prefix = op(prefix, parts[k]);
     return prefix;
   }
 };

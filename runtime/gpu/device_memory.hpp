@@ -15,10 +15,12 @@ class DeviceBuffer {
 public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes_ > 0) GRIDFLOW_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
+    if (bytes_ > 0)
+      GRIDFLOW_CUDA_CHECK(cudaMalloc(&ptr_, bytes_));
   }
   ~DeviceBuffer() {
-    if (ptr_) GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFree(ptr_));
+    if (ptr_)
+      GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFree(ptr_));
   }
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
@@ -35,7 +37,8 @@ public:
   // A buffer holding a copy of `v`.
   template <class T> static DeviceBuffer of(const std::vector<T>& v) {
     DeviceBuffer b(v.size() * sizeof(T));
-    if (!v.empty()) GRIDFLOW_CUDA_CHECK(cudaMemcpy(b.ptr_, v.data(), b.bytes_, cudaMemcpyHostToDevice));
+    if (!v.empty())
+      GRIDFLOW_CUDA_CHECK(cudaMemcpy(b.ptr_, v.data(), b.bytes_, cudaMemcpyHostToDevice));
     return b;
   }
 
@@ -52,7 +55,8 @@ class Stream {
 public:
   Stream() { GRIDFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
   ~Stream() {
-    if (s_) GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaStreamDestroy(s_));
+    if (s_)
+      GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaStreamDestroy(s_));
   }
   Stream(Stream&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
   Stream& operator=(Stream&&) = delete;
@@ -68,7 +72,8 @@ class Event {
 public:
   Event() { GRIDFLOW_CUDA_CHECK(cudaEventCreate(&e_)); }
   ~Event() {
-    if (e_) GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaEventDestroy(e_));
+    if (e_)
+      GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaEventDestroy(e_));
   }
   Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
   Event& operator=(Event&&) = delete;

@@ -1,5 +1,6 @@
 // The GPU executor: owns the device copy of a lowered program, its buffers and its state arena, and launches
 // the megakernel cooperatively. Plain C++ over the CUDA runtime API; the kernels live in kernels.cu.
+#include "runtime/gpu_executor.hpp"
 #include "kernels/tile_shapes.hpp"
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
@@ -7,7 +8,6 @@
 #include "runtime/gpu/device_memory.hpp"
 #include "runtime/gpu/kernel_table.hpp"
 #include "runtime/gpu_baselines.hpp"
-#include "runtime/gpu_executor.hpp"
 #include "runtime/tiles.hpp"
 
 #include <fmt/format.h>
@@ -51,8 +51,7 @@ public:
                            p_.block_begin.empty() ? nullptr : d_block_begin_.as<std::uint32_t>(),
                            p_.block_tiles.empty() ? nullptr : d_block_tiles_.as<std::uint32_t>(),
                            p_.block_tiles.empty() ? nullptr : d_block_descs_.as<program::TileDesc>(),
-                           d_table_.as<void* const>(), d_sentinels_.as<std::int64_t>(),
-                           state_.as<unsigned char>()});
+                           d_table_.as<void* const>(), d_sentinels_.as<std::int64_t>(), state_.as<unsigned char>()});
   }
 
   const LoweredProgram& program() const override { return p_; }
@@ -80,7 +79,8 @@ public:
   }
 
   RunResult run(const ExecOptions& options) override {
-    if (epoch_ >= 0xfffffff0u) reset_state();
+    if (epoch_ >= 0xfffffff0u)
+      reset_state();
     const bool sentinel = p_.mode == SyncMode::sentinel;
     const bool kernel_fill = sentinel && options.sentinel_fill == SentinelFill::kernel;
     RunResult result;
@@ -109,8 +109,8 @@ public:
     GRIDFLOW_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.get()));
     if (sentinel && !kernel_fill) {
       void* fill_args[] = {&view_};
-      GRIDFLOW_CUDA_CHECK(cudaLaunchKernel(fill_sentinels_entry(), dim3(shape_.sm_count * 4), dim3(256), fill_args, 0,
-                                           stream_.get()));
+      GRIDFLOW_CUDA_CHECK(
+          cudaLaunchKernel(fill_sentinels_entry(), dim3(shape_.sm_count * 4), dim3(256), fill_args, 0, stream_.get()));
       GRIDFLOW_CUDA_CHECK_LAUNCH();
     }
     void* args[] = {&view_, &r};
@@ -120,7 +120,8 @@ public:
     GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
     GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     result.elapsed_ms = stop_.since(start_);
-    if (p_.mode == SyncMode::barrier || kernel_fill) barrier_generations_ += result.barriers_per_block;
+    if (p_.mode == SyncMode::barrier || kernel_fill)
+      barrier_generations_ += result.barriers_per_block;
 
     program::ErrorRecord error;
     GRIDFLOW_CUDA_CHECK(cudaMemcpy(&error, state_.get(), sizeof error, cudaMemcpyDeviceToHost));
@@ -132,8 +133,8 @@ public:
       // (Constructed, not resized: nvcc 13 rejects the relocation path of vector<TileTrace>::resize.)
       result.tiles = std::vector<program::TileTrace>(p_.tiles.size());
       result.barriers = std::vector<program::BarrierTrace>(std::size_t{shape_.grid_blocks} * result.barriers_per_block);
-      GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.tiles.data(), tile_trace_.get(), result.tiles.size() * sizeof(program::TileTrace),
-                                     cudaMemcpyDeviceToHost));
+      GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.tiles.data(), tile_trace_.get(),
+                                     result.tiles.size() * sizeof(program::TileTrace), cudaMemcpyDeviceToHost));
       GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.barriers.data(), barrier_trace_.get(),
                                      result.barriers.size() * sizeof(program::BarrierTrace), cudaMemcpyDeviceToHost));
     }
@@ -147,14 +148,16 @@ public:
     allow_dynamic_shared(task_entry, shape_.threads_per_block);
     for (const program::TaskDesc& t : p_.tasks)
       if (program::waits_on_own_tiles(t.opcode) && t.num_tiles > shape_.grid_blocks)
-        throw RuntimeError("per-task launch baseline: a task whose tiles wait on each other (scan, scatter, select) has "
-                           "more tiles than can be co-resident");
+        throw RuntimeError(
+            "per-task launch baseline: a task whose tiles wait on each other (scan, scatter, select) has "
+            "more tiles than can be co-resident");
     program::RunParams r;
     r.timeout_ns = 10'000'000'000ull;
     r.ring_bytes = ring_bytes_;
     auto enqueue = [&](program::RunParams& params) {
       for (std::uint32_t t = 0; t < p_.tasks.size(); ++t) {
-        if (p_.tasks[t].num_tiles == 0) continue;
+        if (p_.tasks[t].num_tiles == 0)
+          continue;
         std::uint32_t task = t;
         void* args[] = {&view_, &params, &task};
         GRIDFLOW_CUDA_CHECK(cudaLaunchKernel(task_entry, dim3(p_.tasks[t].num_tiles), dim3(shape_.threads_per_block),
@@ -168,30 +171,38 @@ public:
       // counters, scan look-back words) is then zeroed by a memset node first, only where a program has any.
       r.epoch = 1;
       bool cross_tile = false;
-      for (const program::TaskDesc& t : p_.tasks) cross_tile = cross_tile || program::has_cross_tile_state(t);
+      for (const program::TaskDesc& t : p_.tasks)
+        cross_tile = cross_tile || program::has_cross_tile_state(t);
       cudaGraph_t g = nullptr;
       GRIDFLOW_CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
-      if (cross_tile) GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, state_.bytes(), stream_.get()));
+      if (cross_tile)
+        GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, state_.bytes(), stream_.get()));
       enqueue(r);
       GRIDFLOW_CUDA_CHECK(cudaStreamEndCapture(stream_.get(), &g));
       GRIDFLOW_CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
       GRIDFLOW_CUDA_CHECK(cudaGraphDestroy(g));
     }
     for (int i = 0; i < warmup + repeat; ++i) {
-      if (!graph) r.epoch = ++epoch_;
+      if (!graph)
+        r.epoch = ++epoch_;
       GRIDFLOW_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.get()));
-      if (graph) GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream_.get()));
-      else enqueue(r);
+      if (graph)
+        GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(exec, stream_.get()));
+      else
+        enqueue(r);
       GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
       GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
       GRIDFLOW_CUDA_CHECK_LAUNCH();
-      if (i >= warmup) times.push_back(stop_.since(start_));
+      if (i >= warmup)
+        times.push_back(stop_.since(start_));
     }
-    if (exec) GRIDFLOW_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    if (exec)
+      GRIDFLOW_CUDA_CHECK(cudaGraphExecDestroy(exec));
     program::ErrorRecord error;
     GRIDFLOW_CUDA_CHECK(cudaMemcpy(&error, state_.get(), sizeof error, cudaMemcpyDeviceToHost));
     reset_state(); // the baselines used the arena with their own epochs
-    if (error.code != 0) throw DeviceError(error, p_);
+    if (error.code != 0)
+      throw DeviceError(error, p_);
     return times;
   }
 
@@ -214,8 +225,10 @@ private:
     const std::size_t tiles = std::max<std::size_t>(1, p_.tiles.size()) * sizeof(program::TileTrace);
     const std::size_t bars =
         std::max<std::size_t>(1, std::size_t{shape_.grid_blocks} * barriers_per_block) * sizeof(program::BarrierTrace);
-    if (tile_trace_.bytes() < tiles) tile_trace_ = DeviceBuffer(tiles);
-    if (barrier_trace_.bytes() < bars) barrier_trace_ = DeviceBuffer(bars);
+    if (tile_trace_.bytes() < tiles)
+      tile_trace_ = DeviceBuffer(tiles);
+    if (barrier_trace_.bytes() < bars)
+      barrier_trace_ = DeviceBuffer(bars);
   }
 
   LoweredProgram p_;
@@ -223,7 +236,8 @@ private:
   DeviceInfo device_;
   const void* entry_ = nullptr;
   std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (copy_ring_bytes)
-  DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_, d_table_, state_;
+  DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_,
+      d_table_, state_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer tile_trace_, barrier_trace_;
   program::ProgramView view_;
@@ -236,7 +250,8 @@ private:
 } // namespace
 
 std::size_t allow_dynamic_shared(const void* entry, std::uint32_t threads) {
-  if (!entry) throw RuntimeError(fmt::format("no kernel compiled for {} threads per block", threads));
+  if (!entry)
+    throw RuntimeError(fmt::format("no kernel compiled for {} threads per block", threads));
   const int bytes = kernels::stream_ring_bytes(static_cast<int>(threads));
   GRIDFLOW_CUDA_CHECK(cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   return static_cast<std::size_t>(bytes);
@@ -246,7 +261,8 @@ std::size_t allow_dynamic_shared(const void* entry, std::uint32_t threads) {
 
 BaselineTimes time_per_task_launches(Executor& executor, int warmup, int repeat) {
   auto* gpu = dynamic_cast<gpu::GpuExecutor*>(&executor);
-  if (!gpu) throw RuntimeError("per-task launch baselines need the GPU executor");
+  if (!gpu)
+    throw RuntimeError("per-task launch baselines need the GPU executor");
   BaselineTimes t;
   t.stream_ms = gpu->time_launches(false, warmup, repeat);
   t.graph_ms = gpu->time_launches(true, warmup, repeat);
@@ -255,10 +271,14 @@ BaselineTimes time_per_task_launches(Executor& executor, int warmup, int repeat)
 
 GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
   const DeviceInfo dev = probe_gpu();
-  if (!dev.available) throw RuntimeError("no GPU: " + dev.reason);
-  if (!dev.cooperative_launch) throw RuntimeError(dev.name + " cannot launch cooperative kernels");
+  if (!dev.available)
+    throw RuntimeError("no GPU: " + dev.reason);
+  if (!dev.cooperative_launch)
+    throw RuntimeError(dev.name + " cannot launch cooperative kernels");
   const void* entry = gpu::megakernel_entry_for(threads);
-  if (!entry) throw RuntimeError(fmt::format("threads per block = {}: the megakernel is compiled for 128, 256, 512 and 1024", threads));
+  if (!entry)
+    throw RuntimeError(
+        fmt::format("threads per block = {}: the megakernel is compiled for 128, 256, 512 and 1024", threads));
   int max_per_sm = 0;
   GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&max_per_sm, entry, static_cast<int>(threads),
                                                                     gpu::allow_dynamic_shared(entry, threads)));
@@ -268,9 +288,10 @@ GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
   s.max_blocks_per_sm = static_cast<std::uint32_t>(max_per_sm);
   s.blocks_per_sm = blocks_per_sm == 0 ? std::min<std::uint32_t>(2, s.max_blocks_per_sm) : blocks_per_sm;
   if (s.max_blocks_per_sm == 0 || s.blocks_per_sm > s.max_blocks_per_sm)
-    throw RuntimeError(fmt::format("grid cannot be co-resident: {} blocks per SM of {} threads requested, the occupancy "
-                                   "of the megakernel allows {} on {} ({} SMs); lower --blocks-per-sm or --threads",
-                                   s.blocks_per_sm, threads, s.max_blocks_per_sm, dev.name, dev.sm_count));
+    throw RuntimeError(
+        fmt::format("grid cannot be co-resident: {} blocks per SM of {} threads requested, the occupancy "
+                    "of the megakernel allows {} on {} ({} SMs); lower --blocks-per-sm or --threads",
+                    s.blocks_per_sm, threads, s.max_blocks_per_sm, dev.name, dev.sm_count));
   s.grid_blocks = s.blocks_per_sm * s.sm_count;
   return s;
 }

@@ -9,11 +9,16 @@ namespace {
 template <const void* (*E128)(), const void* (*E256)(), const void* (*E512)(), const void* (*E1024)()>
 const void* pick(std::uint32_t threads) {
   switch (threads) {
-  case 128: return E128();
-  case 256: return E256();
-  case 512: return E512();
-  case 1024: return E1024();
-  default: return nullptr;
+  case 128:
+    return E128();
+  case 256:
+    return E256();
+  case 512:
+    return E512();
+  case 1024:
+    return E1024();
+  default:
+    return nullptr;
   }
 }
 } // namespace
@@ -28,7 +33,9 @@ __global__ void fill_sentinels_kernel(program::ProgramView view) {
   }
 }
 
-const void* fill_sentinels_entry() { return reinterpret_cast<const void*>(&fill_sentinels_kernel); }
+const void* fill_sentinels_entry() {
+  return reinterpret_cast<const void*>(&fill_sentinels_kernel);
+}
 
 const void* task_kernel_entry_for(std::uint32_t threads) {
   return pick<task_kernel_entry<128>, task_kernel_entry<256>, task_kernel_entry<512>, task_kernel_entry<1024>>(threads);

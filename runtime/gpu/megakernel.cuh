@@ -26,7 +26,8 @@ public:
   __device__ std::uint32_t share(std::uint32_t value) {
     const std::uint32_t slot = turn_;
     turn_ ^= 1u;
-    if (threadIdx.x == 0) s_.slots[slot] = value;
+    if (threadIdx.x == 0)
+      s_.slots[slot] = value;
     __syncthreads();
     return s_.slots[slot];
   }
@@ -79,7 +80,9 @@ private:
 
 // Register budget: 128 per thread (512 / THREADS blocks per SM guaranteed; 1024-thread blocks get 64). A tighter
 // budget spills the register tiles of the scan and softmax bodies.
-template <int THREADS> constexpr int min_blocks_per_sm() { return THREADS >= 512 ? 1 : 512 / THREADS; }
+template <int THREADS> constexpr int min_blocks_per_sm() {
+  return THREADS >= 512 ? 1 : 512 / THREADS;
+}
 
 // The parameters are __grid_constant__: the blocks keep references to them (GpuBlock, execute_tile), and without it
 // taking their address copies them to every thread's local memory, putting a local load in front of every

@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* megakernel_entry<1024>() { return reinterpret_cast<const void*>(&megakernel<1024>); }
+template <> const void* megakernel_entry<1024>() {
+  return reinterpret_cast<const void*>(&megakernel<1024>);
+}
 
 } // namespace gridflow::gpu

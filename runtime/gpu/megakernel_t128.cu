@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* megakernel_entry<128>() { return reinterpret_cast<const void*>(&megakernel<128>); }
+template <> const void* megakernel_entry<128>() {
+  return reinterpret_cast<const void*>(&megakernel<128>);
+}
 
 } // namespace gridflow::gpu

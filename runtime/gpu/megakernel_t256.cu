@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* megakernel_entry<256>() { return reinterpret_cast<const void*>(&megakernel<256>); }
+template <> const void* megakernel_entry<256>() {
+  return reinterpret_cast<const void*>(&megakernel<256>);
+}
 
 } // namespace gridflow::gpu

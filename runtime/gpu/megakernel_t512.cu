@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* megakernel_entry<512>() { return reinterpret_cast<const void*>(&megakernel<512>); }
+template <> const void* megakernel_entry<512>() {
+  return reinterpret_cast<const void*>(&megakernel<512>);
+}
 
 } // namespace gridflow::gpu

@@ -7,13 +7,15 @@
 #include "kernels/device/reduce.cuh"
 #include "kernels/device/scan.cuh"
 #include "kernels/device/softmax.cuh"
-#include "runtime/gpu/device_access.cuh"
 #include "runtime/arena.hpp"
+#include "runtime/gpu/device_access.cuh"
 #include "runtime/tiles.hpp"
 
 namespace gridflow::gpu {
 
-constexpr int scan_items(int threads) { return kernels::scan_items_for(threads); }
+constexpr int scan_items(int threads) {
+  return kernels::scan_items_for(threads);
+}
 
 // The views stage_tile resolves (SharedStorage::views).
 inline constexpr int kInView = 0, kOutView = 1, kAuxView = 2;
@@ -31,11 +33,11 @@ template <int THREADS> struct SharedStorage {
   TileSite site;               // the running tile's wait site (tile and task: stage_tile; the rest: init_shared)
   std::uint32_t ahead[32];     // the descriptor of the block's next task, copied early (stage_tile, warp 1 only)
   kernels::StreamState stream; // the bulk-copy ring's barriers (the ring is dynamic shared memory), set at launch
-  std::uint32_t slots[2]; // leader -> block broadcast (ping-pong)
+  std::uint32_t slots[2];      // leader -> block broadcast (ping-pong)
   std::uint32_t turn;
-  int abort;              // set by a thread whose wait failed inside a body
-  int flag;               // body-internal broadcast
-  std::uint32_t carry;    // body-internal broadcast of a scan tile's carry (bits)
+  int abort;           // set by a thread whose wait failed inside a body
+  int flag;            // body-internal broadcast
+  std::uint32_t carry; // body-internal broadcast of a scan tile's carry (bits)
 };
 
 // The block's shared storage: one static __shared__ object per block size. Every function names it here rather
@@ -66,8 +68,10 @@ template <int THREADS> struct TileContext {
 // Writes a reduction result: argmax stores the index (i32 output), the others the value.
 template <class T, class Store>
 __device__ __forceinline__ void write_result(ReduceFn fn, void* out, kernels::ArgBest<T> r, Store store) {
-  if (fn == ReduceFn::argmax) store(static_cast<std::int32_t*>(out), static_cast<std::int32_t>(r.index));
-  else store(static_cast<T*>(out), r.value);
+  if (fn == ReduceFn::argmax)
+    store(static_cast<std::int32_t*>(out), static_cast<std::int32_t>(r.index));
+  else
+    store(static_cast<T*>(out), r.value);
 }
 
 template <int THREADS, class T, class Load, class Store>
@@ -76,10 +80,11 @@ __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
   const program::ItemRange items = program::tile_items(c.task(), c.index);
   const kernels::BlockStream<THREADS> stream = c.stream();
   const kernels::ArgBest<T> r = kernels::block_reduce_range<THREADS>(fn, c.template in<T>() + items.begin, items.size(),
-                                                                      items.begin, load, c.s().reduce, &stream);
+                                                                     items.begin, load, c.s().reduce, &stream);
   void* out = c.template out<char>();
   if (c.task().num_tiles == 1) {
-    if (threadIdx.x == 0) write_result(fn, out, r, store);
+    if (threadIdx.x == 0)
+      write_result(fn, out, r, store);
     return;
   }
   // Partial, then arrival; the last arriver combines every partial in index order (deterministic).
@@ -90,7 +95,8 @@ __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
     c.s().flag = protocol::arrive_is_last(counter, std::uint64_t{c.task().num_tiles} * c.epoch) ? 1 : 0;
   }
   __syncthreads();
-  if (!c.s().flag) return;
+  if (!c.s().flag)
+    return;
   const auto get = [parts](unsigned k) {
     // Relaxed (L2) loads: the partials were written by other SMs during this run.
     auto* p = reinterpret_cast<std::uint64_t*>(&parts[k]);
@@ -99,7 +105,8 @@ __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
     return kernels::ArgBest<T>{from_bits<T>(static_cast<std::uint32_t>(value)), static_cast<long long>(index)};
   };
   const kernels::ArgBest<T> total = kernels::block_combine<THREADS, T>(fn, c.task().num_tiles, get, c.s().reduce);
-  if (threadIdx.x == 0) write_result(fn, out, total, store);
+  if (threadIdx.x == 0)
+    write_result(fn, out, total, store);
 }
 
 template <int THREADS, class T, class Load, class Store>
@@ -113,14 +120,16 @@ __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
     const long long warp = threadIdx.x / 32, warps = THREADS / 32;
     for (long long row = rows.begin + warp; row < rows.end; row += warps) {
       const kernels::ArgBest<T> r = kernels::warp_reduce_row(fn, in + row * cols, cols, load);
-      if ((threadIdx.x & 31) == 0) write_result(fn, out + 4 * row, r, store);
+      if ((threadIdx.x & 31) == 0)
+        write_result(fn, out + 4 * row, r, store);
     }
   } else {
     const kernels::BlockStream<THREADS> stream = c.stream();
     for (long long row = rows.begin; row < rows.end; ++row) {
       const kernels::ArgBest<T> r =
           kernels::block_reduce_range<THREADS>(fn, in + row * cols, cols, 0, load, c.s().reduce, &stream);
-      if (threadIdx.x == 0) write_result(fn, out + 4 * row, r, store);
+      if (threadIdx.x == 0)
+        write_result(fn, out + 4 * row, r, store);
       __syncthreads();
     }
   }
@@ -138,14 +147,17 @@ template <class T, class Op> struct BlockLookback {
   __device__ T operator()(T total) {
     if (threadIdx.x < 32) {
       const T prefix = lookback(total);
-      if (threadIdx.x == 0) *broadcast = to_bits(prefix);
+      if (threadIdx.x == 0)
+        *broadcast = to_bits(prefix);
     }
     __syncthreads();
     return from_bits<T>(*broadcast);
   }
 };
 
-__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
 
 // A scan_all tile is `chunks` chunks of THREADS * scan_items elements, each scanned warp-striped
 // (kernels::striped_scan_chunk). One chunk: single pass, read as 16-byte groups straight from global memory (or
@@ -169,14 +181,16 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
     return kernels::ChunkSource<T, decltype(tail)>{vec, vec_end, m, tail};
   };
   if (c.task().tile_size == kChunk) {
-    BlockLookback<T, Op> prefix{{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
-                                 c.epoch, op},
-                                &c.s().carry};
+    BlockLookback<T, Op> prefix{
+        {&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index, c.epoch, op},
+        &c.s().carry};
     bool direct = false;
-    if constexpr (Load::kVectorizable) direct = aligned16(in);
-    if (!direct) kernels::stage_chunk<THREADS, kItems>(in, n, load, s);
-    kernels::striped_scan_chunk<THREADS, kItems>(op, exclusive, direct ? source(in, in, n & ~3, n) : source(in, s.staging, n, n),
-                                                 out, store, prefix, s);
+    if constexpr (Load::kVectorizable)
+      direct = aligned16(in);
+    if (!direct)
+      kernels::stage_chunk<THREADS, kItems>(in, n, load, s);
+    kernels::striped_scan_chunk<THREADS, kItems>(
+        op, exclusive, direct ? source(in, in, n & ~3, n) : source(in, s.staging, n, n), out, store, prefix, s);
     return;
   }
   const kernels::BlockStream<THREADS> stream = c.stream();
@@ -198,13 +212,15 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
   if (streamed) {
     ring.begin();
     if (threadIdx.x == 0)
-      for (long long k = 0; k < chunks && k < ring.slots; ++k) ring.issue(static_cast<int>(k), in + k * kChunk, chunk_bytes(k));
+      for (long long k = 0; k < chunks && k < ring.slots; ++k)
+        ring.issue(static_cast<int>(k), in + k * kChunk, chunk_bytes(k));
   }
   if (threadIdx.x < 32) { // warp 0: thread 0 holds the aggregate
-    LookbackPrefix<T, Op> lookback{&c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index,
-                                   c.epoch, op};
+    LookbackPrefix<T, Op> lookback{
+        &c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index, c.epoch, op};
     const T prefix = lookback(__shfl_sync(0xffffffffu, aggregate, 0));
-    if (threadIdx.x == 0) c.s().carry = to_bits(prefix);
+    if (threadIdx.x == 0)
+      c.s().carry = to_bits(prefix);
   }
   __syncthreads();
   kernels::RunningCarry<T, Op> carry{from_bits<T>(c.s().carry), op};
@@ -224,7 +240,8 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
     } else {
       kernels::stage_chunk<THREADS, kItems>(chunk_in, m, load, s);
     }
-    kernels::striped_scan_chunk<THREADS, kItems>(op, exclusive, source(chunk_in, vec, vec_end, m), out + base, store, carry, s);
+    kernels::striped_scan_chunk<THREADS, kItems>(op, exclusive, source(chunk_in, vec, vec_end, m), out + base, store,
+                                                 carry, s);
     __syncthreads(); // the chunk's reads (ring slot, staging, warp totals) are done
     if (streamed) {
       if (threadIdx.x == 0 && k + ring.slots < chunks)
@@ -232,7 +249,8 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
       slot = ring.next_slot(slot);
     }
   }
-  if (streamed) ring.finish();
+  if (streamed)
+    ring.finish();
 }
 
 template <int THREADS, class T, class Op, class Load, class Store>
@@ -248,7 +266,8 @@ __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store)
       kernels::warp_scan_row(op, exclusive, in + row * cols, out + row * cols, cols, load, store);
   } else {
     for (long long row = rows.begin; row < rows.end; ++row)
-      kernels::block_scan_row<THREADS, scan_items(THREADS), T>(op, exclusive, in + row * cols, out + row * cols, cols, load, store, c.s().scan);
+      kernels::block_scan_row<THREADS, scan_items(THREADS), T>(op, exclusive, in + row * cols, out + row * cols, cols,
+                                                               load, store, c.s().scan);
   }
 }
 
@@ -290,20 +309,28 @@ __device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
     is_i32 ? reduce_rows<THREADS, std::int32_t>(c, load, store) : reduce_rows<THREADS, float>(c, load, store);
     return true;
   case program::Opcode::scan_all:
-    if (is_i32) is_max ? scan_all<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
-                       : scan_all<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
-    else is_max ? scan_all<THREADS, float>(c, kernels::Max{}, load, store)
-                : scan_all<THREADS, float>(c, kernels::Sum{}, load, store);
+    if (is_i32)
+      is_max ? scan_all<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
+             : scan_all<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
+    else
+      is_max ? scan_all<THREADS, float>(c, kernels::Max{}, load, store)
+             : scan_all<THREADS, float>(c, kernels::Sum{}, load, store);
     return true;
   case program::Opcode::scan_rows:
-    if (is_i32) is_max ? scan_rows<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
-                       : scan_rows<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
-    else is_max ? scan_rows<THREADS, float>(c, kernels::Max{}, load, store)
-                : scan_rows<THREADS, float>(c, kernels::Sum{}, load, store);
+    if (is_i32)
+      is_max ? scan_rows<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
+             : scan_rows<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
+    else
+      is_max ? scan_rows<THREADS, float>(c, kernels::Max{}, load, store)
+             : scan_rows<THREADS, float>(c, kernels::Sum{}, load, store);
     return true;
-  case program::Opcode::softmax_rows: softmax_rows<THREADS>(c, load, store); return true;
-  case program::Opcode::noop: return true;
-  default: return false;
+  case program::Opcode::softmax_rows:
+    softmax_rows<THREADS>(c, load, store);
+    return true;
+  case program::Opcode::noop:
+    return true;
+  default:
+    return false;
   }
 }
 

@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* task_kernel_entry<1024>() { return reinterpret_cast<const void*>(&task_kernel<1024>); }
+template <> const void* task_kernel_entry<1024>() {
+  return reinterpret_cast<const void*>(&task_kernel<1024>);
+}
 
 } // namespace gridflow::gpu

@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* task_kernel_entry<128>() { return reinterpret_cast<const void*>(&task_kernel<128>); }
+template <> const void* task_kernel_entry<128>() {
+  return reinterpret_cast<const void*>(&task_kernel<128>);
+}
 
 } // namespace gridflow::gpu

@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* task_kernel_entry<256>() { return reinterpret_cast<const void*>(&task_kernel<256>); }
+template <> const void* task_kernel_entry<256>() {
+  return reinterpret_cast<const void*>(&task_kernel<256>);
+}
 
 } // namespace gridflow::gpu

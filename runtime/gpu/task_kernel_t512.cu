@@ -4,6 +4,8 @@
 
 namespace gridflow::gpu {
 
-template <> const void* task_kernel_entry<512>() { return reinterpret_cast<const void*>(&task_kernel<512>); }
+template <> const void* task_kernel_entry<512>() {
+  return reinterpret_cast<const void*>(&task_kernel<512>);
+}
 
 } // namespace gridflow::gpu

@@ -39,7 +39,8 @@ template <int THREADS>
 __device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>& s, std::uint32_t tile,
                            const program::TileDesc& t, std::uint32_t next_task, TaskLookahead& ahead) {
   static_assert(THREADS >= 64 && sizeof(program::TaskDesc) == 32 * sizeof(std::uint32_t));
-  if (threadIdx.x / 32 != 1) return;
+  if (threadIdx.x / 32 != 1)
+    return;
   const unsigned lane = threadIdx.x % 32;
   auto* task_words = reinterpret_cast<std::uint32_t*>(&s.task);
 #if __CUDA_ARCH__ >= 800
@@ -70,8 +71,12 @@ __device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>
 #endif
   __syncwarp();
   if (lane < 3) { // lanes 0, 1, 2: the input, output and aux views (elements are 4 bytes)
-    const std::uint32_t b = lane == kInView ? s.task.in_buffer : lane == kOutView ? s.task.out_buffer : s.task.aux_buffer;
-    const std::uint64_t offset = lane == kInView ? s.task.in_offset : lane == kOutView ? s.task.out_offset : s.task.aux_offset;
+    const std::uint32_t b = lane == kInView    ? s.task.in_buffer
+                            : lane == kOutView ? s.task.out_buffer
+                                               : s.task.aux_buffer;
+    const std::uint64_t offset = lane == kInView    ? s.task.in_offset
+                                 : lane == kOutView ? s.task.out_offset
+                                                    : s.task.aux_offset;
     s.views[lane] = b < v.num_buffers ? static_cast<unsigned char*>(v.buffers[b]) + 4 * offset : nullptr;
   }
 }
@@ -79,34 +84,39 @@ __device__ void stage_tile(const program::ProgramView& v, SharedStorage<THREADS>
 // Warp 1 at the block's exit: no copy-ahead may still be writing shared memory.
 __device__ inline void drain_lookahead() {
 #if __CUDA_ARCH__ >= 800
-  if (threadIdx.x / 32 == 1) asm volatile("cp.async.wait_all;" ::: "memory");
+  if (threadIdx.x / 32 == 1)
+    asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
 
 // Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
-// Requires stage_tile of this tile and a block barrier since. On true it returns after a block barrier that follows every
-// thread's body stores, so the leader may signal the tile at once.
+// Requires stage_tile of this tile and a block barrier since. On true it returns after a block barrier that follows
+// every thread's body stores, so the leader may signal the tile at once.
 template <int THREADS>
 __device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
                              std::uint32_t tile) {
   const program::TileDesc t = s.tile;
   const program::TaskDesc& task = s.task;
-  const program::DescriptorCheck check = program::check_descriptor(
-      task, v.num_buffers, static_cast<long long>(THREADS) * scan_items(THREADS), kernels::kHistogramMaxBins,
-      kernels::kScatterMaxBins);
+  const program::DescriptorCheck check =
+      program::check_descriptor(task, v.num_buffers, static_cast<long long>(THREADS) * scan_items(THREADS),
+                                kernels::kHistogramMaxBins, kernels::kScatterMaxBins);
   if (!check.ok) {
-    if (threadIdx.x == 0) program::raise_bad_descriptor(v, blockIdx.x, tile, static_cast<std::uint32_t>(check.field));
+    if (threadIdx.x == 0)
+      program::raise_bad_descriptor(v, blockIdx.x, tile, static_cast<std::uint32_t>(check.field));
     return false;
   }
   const TileContext<THREADS> c{v.state, r.epoch, t.index};
   const bool poll = task.flags & program::kPollInputs;
   const bool canonical = task.flags & program::kSentinelOutput;
   bool known;
-  if (program::is_counting_op(task.opcode)) known = dispatch_counting(c);
-  else if (poll) known = canonical ? dispatch(c, PollLoad{&c.site()}, CanonicalStore{})
-                              : dispatch(c, PollLoad{&c.site()}, kernels::PlainStore{});
-  else known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
-                         : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
+  if (program::is_counting_op(task.opcode))
+    known = dispatch_counting(c);
+  else if (poll)
+    known = canonical ? dispatch(c, PollLoad{&c.site()}, CanonicalStore{})
+                      : dispatch(c, PollLoad{&c.site()}, kernels::PlainStore{});
+  else
+    known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
+                      : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
   if (!known) {
     if (threadIdx.x == 0) {
       program::ErrorRecord e;

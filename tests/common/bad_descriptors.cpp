@@ -40,7 +40,8 @@ LoweredProgram lowered(std::uint32_t blocks, std::uint32_t threads, Schedule sch
 
 program::TaskDesc& task(LoweredProgram& p, const char* name) {
   for (std::size_t i = 0; i < p.tasks.size(); ++i)
-    if (p.task_names[i] == name) return p.tasks[i];
+    if (p.task_names[i] == name)
+      return p.tasks[i];
   throw std::runtime_error(std::string("no task ") + name);
 }
 
@@ -61,21 +62,25 @@ std::vector<BadDescriptor> bad_descriptors() {
   v.push_back(corrupt("input buffer", DescriptorField::buffer, "sum", [](auto& t) { t.in_buffer = 999; }));
   v.push_back(corrupt("output buffer", DescriptorField::buffer, "scan", [](auto& t) { t.out_buffer = 999; }));
   v.push_back(corrupt("aux buffer", DescriptorField::buffer, "keep", [](auto& t) { t.aux_buffer = 999; }));
-  v.push_back(corrupt("scan tile of a partial chunk", DescriptorField::tile_size, "scan", [](auto& t) { t.tile_size += 1; }));
-  v.push_back(corrupt("select tile of two chunks", DescriptorField::tile_size, "keep", [](auto& t) { t.tile_size *= 2; }));
+  v.push_back(
+      corrupt("scan tile of a partial chunk", DescriptorField::tile_size, "scan", [](auto& t) { t.tile_size += 1; }));
+  v.push_back(
+      corrupt("select tile of two chunks", DescriptorField::tile_size, "keep", [](auto& t) { t.tile_size *= 2; }));
   v.push_back(corrupt("histogram of no bins", DescriptorField::bins, "hist", [](auto& t) { t.param = 0; }));
   v.push_back(corrupt("histogram of 5000 bins", DescriptorField::bins, "hist", [](auto& t) { t.param = 5000; }));
   v.push_back(corrupt("scatter of 2000 bins", DescriptorField::bins, "place", [](auto& t) { t.param = 2000; }));
   v.push_back({"dependency on no task", DescriptorField::dep_task, [](std::uint32_t blocks, std::uint32_t threads) {
                  LoweredProgram p = lowered(blocks, threads);
-                 for (program::DepDesc& d : p.deps) d.task = 9999;
+                 for (program::DepDesc& d : p.deps)
+                   d.task = 9999;
                  return p;
                }});
-  v.push_back({"static list entry past the tiles", DescriptorField::tile_id, [](std::uint32_t blocks, std::uint32_t threads) {
-                 LoweredProgram p = lowered(blocks, threads, Schedule::static_list);
-                 p.block_tiles[0] = 123456;
-                 return p;
-               }});
+  v.push_back(
+      {"static list entry past the tiles", DescriptorField::tile_id, [](std::uint32_t blocks, std::uint32_t threads) {
+         LoweredProgram p = lowered(blocks, threads, Schedule::static_list);
+         p.block_tiles[0] = 123456;
+         return p;
+       }});
   return v;
 }
 

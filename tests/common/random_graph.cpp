@@ -20,7 +20,9 @@ struct Candidate {
 
 Graph random_graph(const RandomGraphOptions& o) {
   std::mt19937_64 rng(o.seed);
-  auto pick = [&](std::int64_t lo, std::int64_t hi) { return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng); };
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
 
   Graph g(fmt::format("random-{}-{}", o.tasks, o.seed));
@@ -29,8 +31,10 @@ Graph random_graph(const RandomGraphOptions& o) {
     const std::string name = fmt::format("b{}", g.buffers().size());
     Init in;
     if (init) {
-      if (dtype == DType::f32) in = InitUniform{-2.0, 2.0, rng()};
-      else in = InitUniform{-50.0, 50.0, rng()};
+      if (dtype == DType::f32)
+        in = InitUniform{-2.0, 2.0, rng()};
+      else
+        in = InitUniform{-50.0, 50.0, rng()};
     }
     g.add_buffer(name, dtype, matrix ? std::vector<std::int64_t>{rows, cols} : std::vector<std::int64_t>{rows * cols},
                  in);
@@ -40,8 +44,10 @@ Graph random_graph(const RandomGraphOptions& o) {
   const std::int64_t edge_sizes[] = {1, 31, 32, 33, 1023, 1025};
   for (int i = 0; i < 6; ++i) {
     const DType dt = i % 3 == 2 ? DType::i32 : DType::f32;
-    if (i % 2 == 0) readable.push_back(new_buffer(dt, pick(1, o.max_rows), pick(1, o.max_cols), true, true));
-    else readable.push_back(new_buffer(dt, 1, chance(0.5) ? edge_sizes[pick(0, 5)] : pick(1, o.max_vector), false, true));
+    if (i % 2 == 0)
+      readable.push_back(new_buffer(dt, pick(1, o.max_rows), pick(1, o.max_cols), true, true));
+    else
+      readable.push_back(new_buffer(dt, 1, chance(0.5) ? edge_sizes[pick(0, 5)] : pick(1, o.max_vector), false, true));
   }
 
   for (std::uint32_t t = 0; t < o.tasks; ++t) {
@@ -80,17 +86,19 @@ Graph random_graph(const RandomGraphOptions& o) {
       // Compaction; its output is partly untouched, so later tasks read only the count.
       const Candidate kept = new_buffer(src.dtype, 1, n, false, false);
       const Candidate count = new_buffer(DType::i32, 1, 1, false, false);
-      const double threshold = src.dtype == DType::f32 ? static_cast<double>(pick(-100, 100)) / 100.0
-                                                       : static_cast<double>(pick(-20, 20));
+      const double threshold =
+          src.dtype == DType::f32 ? static_cast<double>(pick(-100, 100)) / 100.0 : static_cast<double>(pick(-20, 20));
       g.select(fmt::format("t{}", t), in, kept.name, count.name, static_cast<CmpFn>(pick(0, 5)), threshold);
       readable.push_back(count);
       continue;
     }
     int op = static_cast<int>(pick(0, 2));
-    if (src.dtype == DType::i32 && op == 2) op = static_cast<int>(pick(0, 1)); // softmax needs f32
+    if (src.dtype == DType::i32 && op == 2)
+      op = static_cast<int>(pick(0, 1)); // softmax needs f32
     task.op = static_cast<OpKind>(op);
     task.axis = matrix_view && chance(0.6) ? Axis::row : Axis::all;
-    if (task.op == OpKind::softmax) task.axis = Axis::row;
+    if (task.op == OpKind::softmax)
+      task.axis = Axis::row;
     Candidate dst;
     if (task.op == OpKind::reduce) {
       task.reduce_fn = static_cast<ReduceFn>(pick(0, 3));
@@ -120,18 +128,21 @@ Graph random_graph(const RandomGraphOptions& o) {
             reused = true;
             break;
           }
-      if (!reused) dst = new_buffer(src.dtype, matrix_view ? rows : 1, matrix_view ? cols : n, matrix_view, false);
+      if (!reused)
+        dst = new_buffer(src.dtype, matrix_view ? rows : 1, matrix_view ? cols : n, matrix_view, false);
       if (reused) {
         task.in = in;
         task.out = ViewSpec(dst.name);
-        if (matrix_view && !dst.matrix) task.out = ViewSpec::range(dst.name, 0, n);
+        if (matrix_view && !dst.matrix)
+          task.out = ViewSpec::range(dst.name, 0, n);
         g.add_task(task);
         continue;
       }
     }
     task.in = in;
     task.out = ViewSpec(dst.name);
-    if (o.explicit_after && t > 0 && chance(0.05)) task.after.push_back(fmt::format("t{}", pick(0, t - 1)));
+    if (o.explicit_after && t > 0 && chance(0.05))
+      task.after.push_back(fmt::format("t{}", pick(0, t - 1)));
     g.add_task(task);
     readable.push_back(dst);
   }

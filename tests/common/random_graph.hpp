@@ -11,7 +11,7 @@ namespace gridflow::testing {
 struct RandomGraphOptions {
   std::uint32_t tasks = 50;
   std::uint64_t seed = 1;
-  std::int64_t max_rows = 12;     // 2-D buffers: up to max_rows x max_cols
+  std::int64_t max_rows = 12; // 2-D buffers: up to max_rows x max_cols
   std::int64_t max_cols = 300;
   std::int64_t max_vector = 5000; // 1-D buffers: up to this many elements
   bool hazards = true;            // also overwrite earlier buffers and run in place (WAR / WAW / in-place)

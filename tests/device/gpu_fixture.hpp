@@ -16,8 +16,10 @@ class GpuTest : public ::testing::Test {
 protected:
   void SetUp() override {
     const DeviceInfo gpu = probe_gpu();
-    if (!gpu.available) GTEST_SKIP() << "no CUDA device (" << gpu.reason << ")";
-    if (!gpu_backend_built()) GTEST_SKIP() << "built without the GPU backend";
+    if (!gpu.available)
+      GTEST_SKIP() << "no CUDA device (" << gpu.reason << ")";
+    if (!gpu_backend_built())
+      GTEST_SKIP() << "built without the GPU backend";
   }
 };
 
@@ -31,10 +33,12 @@ inline SessionOptions gpu_options(SyncMode mode, std::uint32_t threads = 256, st
   return o;
 }
 
-inline bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b, std::string* which = nullptr) {
+inline bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b,
+                      std::string* which = nullptr) {
   std::size_t i = 0;
   const bool same = bit_identical(a, b, &i);
-  if (!same && which) *which = std::to_string(i);
+  if (!same && which)
+    *which = std::to_string(i);
   return same;
 }
 

@@ -74,7 +74,8 @@ void every_mode(const Graph& g, std::uint32_t threads = 256, const TilePolicy& t
       first = s.results();
     } else {
       std::string which;
-      EXPECT_TRUE(same_bits(first, s.results(), &which)) << "buffer " << which << " differs in mode " << to_string(mode);
+      EXPECT_TRUE(same_bits(first, s.results(), &which))
+          << "buffer " << which << " differs in mode " << to_string(mode);
     }
   }
 }
@@ -88,7 +89,9 @@ TEST_F(GpuOps, VectorEdgeSizes) {
   }
 }
 
-TEST_F(GpuOps, VectorTwoToThe26) { every_mode(vector_ops(std::int64_t{1} << 26, 26)); }
+TEST_F(GpuOps, VectorTwoToThe26) {
+  every_mode(vector_ops(std::int64_t{1} << 26, 26));
+}
 
 // Streamed reads (bulk copies into the shared ring) and multi-chunk scan tiles: views starting off a 16-byte
 // boundary (head elements) and on one, lengths that leave a partial last stage, chunk and tile; 3 chunks per tile
@@ -155,14 +158,15 @@ TEST_F(GpuOps, StreamedReadsSmall) {
   g.add_buffer("sm2", DType::f32, {3, 12001});
   g.reduce("reduce", ViewSpec::range("x", 1, n), "r", ReduceFn::sum);
   g.reduce("argmax", ViewSpec::range("x", 1, n), "a", ReduceFn::argmax);
-  g.softmax("softmax", "m", "sm");   // 5 stages at 256 threads: 4 left in the ring, 1 read again
+  g.softmax("softmax", "m", "sm");    // 5 stages at 256 threads: 4 left in the ring, 1 read again
   g.softmax("softmax2", "m2", "sm2"); // 3 stages: the whole row left in the ring
   every_mode(g);
 }
 
 // Softmax and log-softmax of a rows x cols view starting `offset` elements into its buffer (inputs in [-range,
 // range)), and the tile policy that gives exactly `rows_per_tile` rows per tile when no grid splits finer.
-Graph softmax_rows_graph(const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t offset, double range) {
+Graph softmax_rows_graph(const std::string& name, std::int64_t rows, std::int64_t cols, std::int64_t offset,
+                         double range) {
   Graph g(name);
   g.add_buffer("m", DType::f32, {rows * cols + offset}, InitUniform{-range, range, static_cast<std::uint64_t>(cols)});
   g.add_buffer("sm", DType::f32, {rows, cols});
@@ -239,7 +243,8 @@ TEST_F(GpuOps, ShortSoftmaxRowsStagedPerWarp) {
 // reuse): one block per SM, tiles of 19 rows (2 or 3 per warp, 3 buffers each in a 24 KB ring) of 256 columns, 16
 // bytes into the buffer.
 TEST_F(GpuOps, ShortSoftmaxRowsStagedSmall) {
-  every_mode(softmax_rows_graph("staged-softmax-small", 132 * 19 + 7, 256, 4, 6), 256, rows_per_tile_policy(19, 256), 1);
+  every_mode(softmax_rows_graph("staged-softmax-small", 132 * 19 + 7, 256, 4, 6), 256, rows_per_tile_policy(19, 256),
+             1);
 }
 
 // Medium softmax rows held in registers by the whole block (kernels::block_softmax_register_rows): Q quads per
@@ -251,9 +256,9 @@ TEST_F(GpuOps, MediumSoftmaxRowsInRegisters) {
     std::uint32_t threads;
     std::int64_t rows_per_tile, cols;
   };
-  for (const Shape sh : {Shape{256, 1, 1025}, Shape{256, 5, 2048}, Shape{256, 3, 3000}, Shape{256, 2, 4096},
-                         Shape{256, 1, 4097}, Shape{256, 1, 8192}, Shape{128, 2, 3000}, Shape{128, 3, 1500},
-                         Shape{512, 3, 1500}, Shape{512, 1, 16384}}) {
+  for (const Shape sh :
+       {Shape{256, 1, 1025}, Shape{256, 5, 2048}, Shape{256, 3, 3000}, Shape{256, 2, 4096}, Shape{256, 1, 4097},
+        Shape{256, 1, 8192}, Shape{128, 2, 3000}, Shape{128, 3, 1500}, Shape{512, 3, 1500}, Shape{512, 1, 16384}}) {
     for (const std::int64_t offset : {0, 1}) {
       SCOPED_TRACE("threads " + std::to_string(sh.threads) + " rows per tile " + std::to_string(sh.rows_per_tile) +
                    " cols " + std::to_string(sh.cols) + " offset " + std::to_string(offset));
@@ -430,7 +435,9 @@ TEST_F(GpuOps, CountingOpsEveryBlockSizeMatchesTheCpu) {
 }
 
 // Small enough for the sanitizers (scripts/gpu-check.sh runs it under memcheck, racecheck and synccheck).
-TEST_F(GpuOps, CountingOpsSmall) { every_mode(testing::counting_graph(20000, 64, 23)); }
+TEST_F(GpuOps, CountingOpsSmall) {
+  every_mode(testing::counting_graph(20000, 64, 23));
+}
 
 TEST_F(GpuOps, HistogramOfSkewedKeysAndMaxBins) {
   // All keys equal (one warp-aggregated add per chunk), then 4096 bins over 2^22 keys.

@@ -47,11 +47,11 @@ TEST_P(GpuRandomDag, EveryModeAgreesBitForBitAndTracesAreConsistent) {
       ASSERT_EQ(testing::trace_violation(s.program(), r), "") << to_string(mode) << " " << to_string(sched);
       const CheckReport check = s.check();
       ASSERT_TRUE(check.passed) << to_string(mode) << ": " << check.summary() << "\n" << check.details();
-      if (first.empty()) first = s.results();
+      if (first.empty())
+        first = s.results();
       std::string which;
-      ASSERT_TRUE(same_bits(first, s.results(), &which))
-          << "buffer " << g.buffers()[std::stoul(which)].name << " differs: " << to_string(mode) << " "
-          << to_string(sched);
+      ASSERT_TRUE(same_bits(first, s.results(), &which)) << "buffer " << g.buffers()[std::stoul(which)].name
+                                                         << " differs: " << to_string(mode) << " " << to_string(sched);
     }
   Session other(g, gpu_options(SyncMode::flags, 128));
   other.run();
@@ -127,7 +127,8 @@ TEST_F(GpuRuntime, WatchdogTurnsALostSignalIntoAnErrorAndTheDeviceRunsOn) {
   // The same executor runs again correctly once the fault is gone.
   ExecOptions clean = o.exec;
   clean.fault_skip_signal_tile = program::kNoTile;
-  for (int i = 0; i < 3; ++i) EXPECT_NO_THROW(s.executor().run(clean));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NO_THROW(s.executor().run(clean));
 }
 
 TEST_F(GpuRuntime, WatchdogRecoveryThenCleanRuns) {
@@ -164,7 +165,8 @@ TEST_F(GpuRuntime, TracesAreCompleteAndMonotone) {
     Session s(g, o);
     const RunResult r = s.run();
     EXPECT_EQ(testing::trace_violation(s.program(), r), "") << to_string(mode);
-    for (const program::BarrierTrace& b : r.barriers) EXPECT_LE(b.arrive, b.leave);
+    for (const program::BarrierTrace& b : r.barriers)
+      EXPECT_LE(b.arrive, b.leave);
     EXPECT_EQ(r.barriers.size(), std::size_t{r.blocks} * r.barriers_per_block);
   }
 }

@@ -27,11 +27,14 @@ void expect_error(const Graph& g, std::initializer_list<std::string> fragments) 
     FAIL() << "expected a GraphError";
   } catch (const GraphError& e) {
     const std::string msg = e.what();
-    for (const std::string& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "message: " << msg << "\nmissing: " << f;
+    for (const std::string& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "message: " << msg << "\nmissing: " << f;
   }
 }
 
-TEST(Analysis, EmptyGraphIsAnError) { expect_error(base(), {"graph 'g'", "no tasks"}); }
+TEST(Analysis, EmptyGraphIsAnError) {
+  expect_error(base(), {"graph 'g'", "no tasks"});
+}
 
 TEST(Analysis, UnknownBufferNamesTaskFieldAndValue) {
   Graph g = base();
@@ -127,7 +130,7 @@ TEST(Analysis, ZeroLengthTasksAreValid) {
   Graph g = base();
   g.add_buffer("e", DType::f32, {0, 5}, InitConstant{1.0});
   g.add_buffer("e2", DType::f32, {0, 5});
-  g.softmax("sm", "e", "e2");                              // zero rows
+  g.softmax("sm", "e", "e2");                                       // zero rows
   g.reduce("sum0", ViewSpec::range("x", 3, 0), "s", ReduceFn::sum); // empty range -> identity
   const Analysis a = analyze(g);
   EXPECT_EQ(a.in[1].elements(), 0);
@@ -165,7 +168,7 @@ TEST(Analysis, DisjointRangesOfOneBufferDoNotDepend) {
   g.reduce("r", ViewSpec::range("y", 40, 20), ViewSpec::range("x", 0, 1), ReduceFn::sum); // reads both halves
   const Analysis a = analyze(g);
   EXPECT_TRUE(a.deps[1].empty());
-  ASSERT_EQ(a.deps[2].size(), 2u);                   // RAW on both halves; WAR on x[0] with "lo"
+  ASSERT_EQ(a.deps[2].size(), 2u); // RAW on both halves; WAR on x[0] with "lo"
   EXPECT_EQ(a.deps[2][0].hazards, kHazardRaw | kHazardWar);
   EXPECT_EQ(a.deps[2][1].hazards, kHazardRaw);
 }
@@ -259,7 +262,7 @@ TEST(Analysis, CountingOpsOrderTheirThirdView) {
   g.add_buffer("n", DType::i32, {1});
   g.histogram("h", "k", "c");
   g.scan("sc", "c", "off", ScanFn::sum, true);
-  g.scatter("route", "k", "off", "p");   // reads off: RAW on sc
+  g.scatter("route", "k", "off", "p"); // reads off: RAW on sc
   g.select("keep", "x", "z", "n", CmpFn::gt, 0.0);
   g.reduce("use", "n", "idx", ReduceFn::sum); // reads keep's count: RAW on keep
   const Analysis a = analyze(g);

@@ -38,7 +38,8 @@ TEST(BufferData, IntegerUniformCoversBothEnds) {
     ASSERT_LE(v, 3);
     ++seen[v];
   }
-  for (int s : seen) EXPECT_GT(s, 1000);
+  for (int s : seen)
+    EXPECT_GT(s, 1000);
 }
 
 TEST(BufferData, IotaConstantPoison) {
@@ -55,7 +56,8 @@ TEST(BufferData, FilesRoundTripAndWrongSizesAreNamed) {
   const auto dir = std::filesystem::temp_directory_path() / "gridflow_buffer_data_test";
   std::filesystem::create_directories(dir);
   HostTensor t(DType::f32, 6);
-  for (int i = 0; i < 6; ++i) t.f32()[i] = static_cast<float>(i) * 1.5f;
+  for (int i = 0; i < 6; ++i)
+    t.f32()[i] = static_cast<float>(i) * 1.5f;
   FilePolicy files;
   files.input_dir = files.output_dir = dir;
   EXPECT_EQ(save_tensor(t, files, "t", "t.bin"), dir / "t.bin");

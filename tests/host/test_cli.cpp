@@ -72,7 +72,8 @@ TEST_F(Cli, MalformedJsonIsExitTwoWithOneLine) {
 
 TEST_F(Cli, GarbageInputDoesNotCrash) {
   std::string junk;
-  for (int i = 0; i < 4096; ++i) junk.push_back(static_cast<char>((i * 7919) & 0xff));
+  for (int i = 0; i < 4096; ++i)
+    junk.push_back(static_cast<char>((i * 7919) & 0xff));
   const Result r = run("run " + write("junk.json", junk).string() + " --backend cpu");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("gridflow: error:"), std::string::npos);
@@ -135,7 +136,8 @@ TEST_F(Cli, WavesSetTilesPerBlockOfALargeTask) {
 
 TEST_F(Cli, PollPacingIsAnOptionOfEveryRun) {
   const fs::path g = write("g.json", kGraph);
-  const Result on = run("run " + g.string() + " --backend cpu --check --workers 3 --mode sentinel --poll-spins 1000 "
+  const Result on = run("run " + g.string() +
+                        " --backend cpu --check --workers 3 --mode sentinel --poll-spins 1000 "
                         "--poll-max-sleep-ns 96");
   EXPECT_EQ(on.code, 0) << on.err;
   EXPECT_NE(on.out.find("check passed"), std::string::npos) << on.out;
@@ -158,14 +160,16 @@ TEST_F(Cli, RunRepeatReportsAMedian) {
 }
 
 TEST_F(Cli, AutoBackendFallsBackToCpuWithANotice) {
-  if (gridflow::probe_gpu().available) GTEST_SKIP() << "a GPU is present: no fallback to see";
+  if (gridflow::probe_gpu().available)
+    GTEST_SKIP() << "a GPU is present: no fallback to see";
   const Result r = run("run " + write("g.json", kGraph).string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("running on the CPU reference backend"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, GpuBackendWithoutGpuIsARuntimeFailure) {
-  if (gridflow::probe_gpu().available) GTEST_SKIP() << "a GPU is present";
+  if (gridflow::probe_gpu().available)
+    GTEST_SKIP() << "a GPU is present";
   const Result r = run("run " + write("g.json", kGraph).string() + " --backend gpu");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
 }

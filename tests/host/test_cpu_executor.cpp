@@ -45,9 +45,8 @@ std::vector<HostTensor> run_everywhere(const Graph& g, std::uint32_t workers, Ti
         first = s.results();
       } else {
         std::size_t b = 0;
-        EXPECT_TRUE(bit_identical(first, s.results(), &b))
-            << "buffer " << g.buffers()[b].name << " differs in mode " << to_string(mode) << " schedule "
-            << to_string(schedule);
+        EXPECT_TRUE(bit_identical(first, s.results(), &b)) << "buffer " << g.buffers()[b].name << " differs in mode "
+                                                           << to_string(mode) << " schedule " << to_string(schedule);
       }
     }
   return first;
@@ -129,7 +128,8 @@ TEST(CpuExecutor, CountingOpsEveryModeEdgeSizes) {
       const auto& offsets = r[3].i32();
       const auto& perm = r[4].i32();
       std::int64_t in_range = 0;
-      for (std::int32_t b = 0; b < bins; ++b) in_range += counts[b];
+      for (std::int32_t b = 0; b < bins; ++b)
+        in_range += counts[b];
       for (std::int64_t j = 0; j < in_range; ++j) {
         const std::int32_t i = perm[j];
         ASSERT_GE(i, 0);
@@ -176,7 +176,7 @@ TEST(CpuExecutor, MultiChunkScanTiles) {
   TilePolicy p;
   p.scan_items_per_thread = 1; // 256-element chunks
   p.waves = 1;
-  p.scan_chunks_per_tile = 3;  // 768-element tiles, a partial last one
+  p.scan_chunks_per_tile = 3; // 768-element tiles, a partial last one
   run_everywhere(g, 4, p);
 }
 

@@ -26,8 +26,10 @@ TEST_P(ExamplePipeline, EveryModePassesTheReferenceCheckAndAgrees) {
     const CheckReport c = s.check();
     EXPECT_TRUE(c.passed) << to_string(mode) << ": " << c.summary() << "\n" << c.details();
     EXPECT_EQ(c.buffers.size(), g.buffers().size());
-    if (first.empty()) first = s.results();
-    else EXPECT_TRUE(bit_identical(first, s.results())) << to_string(mode);
+    if (first.empty())
+      first = s.results();
+    else
+      EXPECT_TRUE(bit_identical(first, s.results())) << to_string(mode);
   }
 }
 
@@ -57,7 +59,8 @@ TEST(ExamplePipelines, MoeRoutingGroupsEveryTokenByExpert) {
       EXPECT_LT(order[j - 1], t);
     }
   }
-  for (int c : seen) ASSERT_EQ(c, 1);
+  for (int c : seen)
+    ASSERT_EQ(c, 1);
 }
 
 } // namespace

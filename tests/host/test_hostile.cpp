@@ -8,8 +8,8 @@
 
 #include <cctype>
 #include <chrono>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +49,9 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-void put(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
+void put(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
 
 // Everything under `root`: kind, size, contents (regular files) or target (links), keyed by relative path.
 std::map<std::string, std::string> snapshot(const fs::path& root) {
@@ -58,10 +60,14 @@ std::map<std::string, std::string> snapshot(const fs::path& root) {
     const fs::path rel = fs::relative(it->path(), root);
     const fs::file_status st = it->symlink_status();
     std::string what;
-    if (fs::is_symlink(st)) what = "link " + fs::read_symlink(it->path()).string();
-    else if (fs::is_regular_file(st)) what = "file " + slurp(it->path());
-    else if (fs::is_directory(st)) what = "dir";
-    else what = "other";
+    if (fs::is_symlink(st))
+      what = "link " + fs::read_symlink(it->path()).string();
+    else if (fs::is_regular_file(st))
+      what = "file " + slurp(it->path());
+    else if (fs::is_directory(st))
+      what = "dir";
+    else
+      what = "other";
     s[rel.string()] = what;
   }
   return s;
@@ -91,7 +97,8 @@ void build_tree(const fs::path& root) {
 
 std::string from_hex(const std::string& hex) {
   std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
 }
 
@@ -106,10 +113,12 @@ Outcome run_cli(const std::vector<std::string>& args, const fs::path& cwd, const
   const fs::path out_path = io.string() + ".out", err_path = io.string() + ".err";
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+    if (::chdir(cwd.c_str()) != 0)
+      ::_exit(126);
     const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) ::_exit(126);
+    if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+      ::_exit(126);
     if (fsize_limit > 0) {
       const rlimit r{static_cast<rlim_t>(fsize_limit), static_cast<rlim_t>(fsize_limit)};
       ::setrlimit(RLIMIT_FSIZE, &r);
@@ -118,7 +127,8 @@ Outcome run_cli(const std::vector<std::string>& args, const fs::path& cwd, const
     std::string cli = GRIDFLOW_CLI_PATH;
     argv.push_back(cli.data());
     std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
+    for (std::string& a : copy)
+      argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execv(cli.c_str(), argv.data());
     ::_exit(127);
@@ -128,7 +138,8 @@ Outcome run_cli(const std::vector<std::string>& args, const fs::path& cwd, const
   int status = 0;
   while (true) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
+    if (done == pid)
+      break;
     if (std::chrono::steady_clock::now() - start > kTimeLimit) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &status, 0);
@@ -147,7 +158,8 @@ Outcome run_cli(const std::vector<std::string>& args, const fs::path& cwd, const
 
 bool has_raw_control(const std::string& s) {
   for (char c : s)
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) return true;
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+      return true;
   return false;
 }
 
@@ -162,16 +174,20 @@ TEST_P(Hostile, RefusedCleanlyOrRunsCorrectly) {
   build_tree(root);
 
   const fs::path graph_file = root / "in" / "g.json";
-  if (c.contains("graph")) put(graph_file, c["graph"].dump());
-  else if (c.contains("graph_text")) put(graph_file, c["graph_text"].get<std::string>());
-  else if (c.contains("graph_hex")) put(graph_file, from_hex(c["graph_hex"]));
+  if (c.contains("graph"))
+    put(graph_file, c["graph"].dump());
+  else if (c.contains("graph_text"))
+    put(graph_file, c["graph_text"].get<std::string>());
+  else if (c.contains("graph_hex"))
+    put(graph_file, from_hex(c["graph_hex"]));
   std::string graph_arg = graph_file.string();
   if (c.contains("graph_arg")) {
     const std::string a = c["graph_arg"];
     graph_arg = a.front() == '/' ? a : (root / a).string();
   }
   std::vector<std::string> args;
-  for (const json& a : c["args"]) args.push_back(a == "{graph}" ? graph_arg : a.get<std::string>());
+  for (const json& a : c["args"])
+    args.push_back(a == "{graph}" ? graph_arg : a.get<std::string>());
 
   const auto before = snapshot(root);
   const Outcome o = run_cli(args, root / "work", root.string() + ".io", c.value("fsize_limit", 0L));
@@ -189,12 +205,15 @@ TEST_P(Hostile, RefusedCleanlyOrRunsCorrectly) {
   std::set<std::string> changed;
   for (const auto& [path, what] : after) {
     const auto it = before.find(path);
-    if (it == before.end() || it->second != what) changed.insert(path);
+    if (it == before.end() || it->second != what)
+      changed.insert(path);
   }
   for (const auto& [path, what] : before)
-    if (!after.count(path)) changed.insert(path + " (removed)");
+    if (!after.count(path))
+      changed.insert(path + " (removed)");
   std::set<std::string> expected;
-  for (const json& w : c["writes"]) expected.insert(w.get<std::string>());
+  for (const json& w : c["writes"])
+    expected.insert(w.get<std::string>());
   EXPECT_EQ(changed, expected) << name << ": files created or changed differ from the case's list";
   fs::remove_all(root);
 }
@@ -202,12 +221,15 @@ TEST_P(Hostile, RefusedCleanlyOrRunsCorrectly) {
 std::string case_name(const ::testing::TestParamInfo<std::size_t>& info) {
   std::string s = cases()[info.param]["name"];
   for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    if (!std::isalnum(static_cast<unsigned char>(ch)))
+      ch = '_';
   return s;
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, Hostile, ::testing::Range<std::size_t>(0, cases().size()), case_name);
 
-TEST(HostileCorpus, HasAtLeast150Cases) { EXPECT_GE(cases().size(), 150u); }
+TEST(HostileCorpus, HasAtLeast150Cases) {
+  EXPECT_GE(cases().size(), 150u);
+}
 
 } // namespace

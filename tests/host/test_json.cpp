@@ -118,8 +118,8 @@ TEST(Json, MissingKeysAndVersion) {
 }
 
 TEST(Json, InitTakesExactlyOneKind) {
-  const std::string msg =
-      error_of(R"({"gridflow": 1, "buffers": [{"name": "a", "dtype": "f32", "shape": [1], "init": {"constant": 1, "iota": {}}}], "tasks": []})");
+  const std::string msg = error_of(
+      R"({"gridflow": 1, "buffers": [{"name": "a", "dtype": "f32", "shape": [1], "init": {"constant": 1, "iota": {}}}], "tasks": []})");
   EXPECT_NE(msg.find("exactly one of"), std::string::npos) << msg;
 }
 
@@ -166,13 +166,16 @@ TEST(Json, HostDataCannotBeWritten) {
   EXPECT_THROW(graph_to_json(g), GraphError);
 }
 
-TEST(Json, MissingFileIsAGraphError) { EXPECT_THROW(load_graph("/nonexistent/graph.json"), GraphError); }
+TEST(Json, MissingFileIsAGraphError) {
+  EXPECT_THROW(load_graph("/nonexistent/graph.json"), GraphError);
+}
 
 // Every example graph in the repository loads, validates and round-trips.
 TEST(Json, ExampleGraphsAreValid) {
   int seen = 0;
   for (const auto& entry : std::filesystem::directory_iterator(GRIDFLOW_SOURCE_DIR "/examples/graphs")) {
-    if (entry.path().extension() != ".json") continue;
+    if (entry.path().extension() != ".json")
+      continue;
     ++seen;
     const Graph g = load_graph(entry.path());
     EXPECT_NO_THROW(analyze(g)) << entry.path();

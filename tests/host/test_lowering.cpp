@@ -62,7 +62,8 @@ TEST(Lowering, TilesScaleWithTheData) {
   const LoweredProgram p = lower_graph(g, SyncMode::flags, 132);
   EXPECT_LE(p.tasks[0].num_tiles, 8u);   // a 16K reduce wants a few blocks
   EXPECT_GE(p.tasks[1].num_tiles, 132u); // a 256 MiB reduce wants every SM
-  for (const auto& t : p.tasks) EXPECT_EQ(t.tile_size % 1024, 0);
+  for (const auto& t : p.tasks)
+    EXPECT_EQ(t.tile_size % 1024, 0);
 }
 
 // scan_all tiles are whole chunks (threads x items): one chunk while the task is small, up to
@@ -85,10 +86,11 @@ TEST(Lowering, ScanTilesGrowByWholeChunks) {
       o.tiles.scan_chunks_per_tile = most;
       const LoweredProgram p = lower(g, analyze(g), o);
       const std::int64_t per_tile = (3072 + 264 * waves - 1) / (264 * waves); // 3072 chunks over 264 x waves tiles
-      EXPECT_EQ(p.tasks[0].tile_size, chunk) << most;                                // 25 chunks: one per tile
+      EXPECT_EQ(p.tasks[0].tile_size, chunk) << most;                         // 25 chunks: one per tile
       EXPECT_EQ(p.tasks[1].tile_size, chunk * std::min<std::int64_t>(per_tile, most)) << waves << " " << most;
-      EXPECT_EQ(p.tasks[2].tile_size, chunk * most) << most;                         // 65536 chunks: the cap
-      for (const auto& t : p.tasks) EXPECT_EQ(t.num_tiles, (program::task_items(t) + t.tile_size - 1) / t.tile_size);
+      EXPECT_EQ(p.tasks[2].tile_size, chunk * most) << most; // 65536 chunks: the cap
+      for (const auto& t : p.tasks)
+        EXPECT_EQ(t.num_tiles, (program::task_items(t) + t.tile_size - 1) / t.tile_size);
     }
 }
 
@@ -125,7 +127,8 @@ TEST(Lowering, LevelModesHaveNoDependencyEntries) {
     ASSERT_EQ(p.level_begin.size(), 4u);
     EXPECT_EQ(p.level_begin.back(), p.tiles.size());
     for (std::uint32_t l = 0; l < 3; ++l)
-      for (std::uint32_t g = p.level_begin[l]; g < p.level_begin[l + 1]; ++g) EXPECT_EQ(p.tasks[p.tiles[g].task].level, l);
+      for (std::uint32_t g = p.level_begin[l]; g < p.level_begin[l + 1]; ++g)
+        EXPECT_EQ(p.tasks[p.tiles[g].task].level, l);
   }
 }
 
@@ -154,7 +157,8 @@ TEST(Lowering, RowConsumersWaitOnlyForTheirProducerTiles) {
 TEST(Lowering, NoTileDepsMeansWholeTasks) {
   const LoweredProgram p = lower_graph(chain_graph(), SyncMode::flags, 132, Schedule::dynamic, false);
   EXPECT_FALSE(p.uses_tile_flags);
-  for (const auto& d : p.deps) EXPECT_EQ(d.kind, static_cast<std::uint32_t>(DepKind::task));
+  for (const auto& d : p.deps)
+    EXPECT_EQ(d.kind, static_cast<std::uint32_t>(DepKind::task));
 }
 
 TEST(Lowering, SentinelModePollsEligibleEdgesAndCountsTheRest) {
@@ -182,7 +186,8 @@ TEST(Lowering, ArenaLayoutIsLineAligned) {
   g.add_buffer("vs", DType::f32, {100000});
   g.scan("scan", "v", "vs", ScanFn::sum);
   const LoweredProgram p = lower_graph(g, SyncMode::flags);
-  for (std::uint64_t off : {p.layout.claim, p.layout.task_done, p.layout.tile_flags, p.layout.barrier, p.layout.scratch})
+  for (std::uint64_t off :
+       {p.layout.claim, p.layout.task_done, p.layout.tile_flags, p.layout.barrier, p.layout.scratch})
     EXPECT_EQ(off % program::kLine, 0u);
   EXPECT_GE(p.layout.claim, sizeof(program::ControlBlock));
   for (const auto& t : p.tasks) {
@@ -208,11 +213,13 @@ TEST(Lowering, ScratchRegionsAreDisjointAndInsideTheArena) {
     g.scan("scan" + n, "v" + n, "c" + n, ScanFn::sum);
   }
   for (auto& b : g.buffers())
-    if (b.name[0] == 's' && b.name.size() == 2 && (b.name[1] - '0') % 2) b.dtype = DType::i32;
+    if (b.name[0] == 's' && b.name.size() == 2 && (b.name[1] - '0') % 2)
+      b.dtype = DType::i32;
   const LoweredProgram p = lower_graph(g, SyncMode::flags, 132);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> regions;
   for (const auto& t : p.tasks) {
-    if (t.num_tiles <= 1) continue;
+    if (t.num_tiles <= 1)
+      continue;
     if (t.opcode == static_cast<std::uint32_t>(Opcode::reduce_all)) {
       regions.emplace_back(t.counter, t.counter + program::kLine);
       regions.emplace_back(t.scratch, t.scratch + sizeof(program::Partial) * t.num_tiles);
@@ -223,7 +230,8 @@ TEST(Lowering, ScratchRegionsAreDisjointAndInsideTheArena) {
   ASSERT_GE(regions.size(), 8u);
   std::sort(regions.begin(), regions.end());
   EXPECT_GE(regions.front().first, p.layout.scratch);
-  for (std::size_t i = 1; i < regions.size(); ++i) EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
+  for (std::size_t i = 1; i < regions.size(); ++i)
+    EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
   EXPECT_LE(regions.back().second, p.layout.total);
 }
 
@@ -251,7 +259,8 @@ TEST(Lowering, CountingOpsDescriptorsScratchAndDependencies) {
     const LoweredProgram p = lower_graph(g, mode);
     auto task = [&](const char* name) -> const program::TaskDesc& {
       for (std::size_t i = 0; i < p.tasks.size(); ++i)
-        if (p.task_names[i] == name) return p.tasks[i];
+        if (p.task_names[i] == name)
+          return p.tasks[i];
       throw std::runtime_error(name);
     };
     const auto& h = task("h");
@@ -278,7 +287,8 @@ TEST(Lowering, CountingOpsDescriptorsScratchAndDependencies) {
         {sp.scratch, sp.scratch + program::scatter_ready_words_offset(sp) + 8ull * sp.num_tiles},
         {sel.scratch, sel.scratch + 8 * protocol::lookback_words(sel.num_tiles)}};
     std::sort(regions.begin(), regions.end());
-    for (std::size_t i = 1; i < regions.size(); ++i) EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
+    for (std::size_t i = 1; i < regions.size(); ++i)
+      EXPECT_LE(regions[i - 1].second, regions[i].first) << i;
     EXPECT_LE(regions.back().second, p.layout.total);
     // Every tile of the scan after the select waits for the whole select task (its output is not tile-local).
     const auto& after = task("after_sel");
@@ -359,7 +369,8 @@ TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
   const LoweredProgram p = lower_graph(g, SyncMode::flags, 16, Schedule::static_list);
   std::vector<std::uint32_t> block_of(p.tiles.size());
   for (std::uint32_t b = 0; b < 16; ++b)
-    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) block_of[p.block_tiles[i]] = b;
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i)
+      block_of[p.block_tiles[i]] = b;
   // Tile k of every softmax runs where tile k of the previous one ran.
   for (std::size_t t = 1; t < p.tasks.size(); ++t)
     for (std::uint32_t k = 0; k < p.tasks[t].num_tiles; ++k)

@@ -40,7 +40,8 @@ TEST(Protocol, TicketsAreUniqueUnderContention) {
     std::vector<std::jthread> ts;
     for (int t = 0; t < kThreads; ++t)
       ts.emplace_back([&, t] {
-        for (int i = 0; i < kEach; ++i) got[t].push_back(protocol::claim_ticket(&head));
+        for (int i = 0; i < kEach; ++i)
+          got[t].push_back(protocol::claim_ticket(&head));
       });
   }
   std::vector<bool> seen(kThreads * kEach, false);
@@ -59,12 +60,14 @@ TEST(Protocol, CounterReleaseAcquirePublishesData) {
     std::uint64_t counter = 0;
     std::vector<int> payload(64, 0);
     std::jthread producer([&] {
-      for (int& p : payload) p = round;
+      for (int& p : payload)
+        p = round;
       protocol::signal_counter(&counter);
     });
     const protocol::WaitSite site{&c.block, 0, 0, 0, 0};
     ASSERT_TRUE(protocol::wait_counter(site, {program::WaitKind::task_counter, 0, 0, 1}, &counter));
-    for (int p : payload) ASSERT_EQ(p, round);
+    for (int p : payload)
+      ASSERT_EQ(p, round);
   }
 }
 
@@ -84,7 +87,8 @@ TEST(Protocol, BarrierSeparatesPhasesForManyGenerations) {
           protocol::barrier_arrive(&counter);
           ASSERT_TRUE(protocol::barrier_wait(site, &counter, g, kThreads));
           for (std::uint32_t o = 0; o < kThreads; ++o)
-            if (protocol::atomic_ref<std::uint32_t>(phase[o]).load(cuda::std::memory_order_relaxed) < g) violated = true;
+            if (protocol::atomic_ref<std::uint32_t>(phase[o]).load(cuda::std::memory_order_relaxed) < g)
+              violated = true;
         }
       });
   }
@@ -143,7 +147,8 @@ TEST(Protocol, LookbackPrefixesAreExactAndEpochValued) {
         ts.emplace_back([&, t] {
           for (;;) {
             const std::uint32_t tile = next.fetch_add(1); // claim order = tile order, like the megakernel
-            if (tile >= kTiles) return;
+            if (tile >= kTiles)
+              return;
             const protocol::WaitSite site{&c.block, 5'000'000'000ull, static_cast<std::uint32_t>(t), tile, 0};
             ASSERT_TRUE(protocol::lookback_prefix(site, 0, words.data(), kTiles, tile, epoch, tile + epoch, 0u, add,
                                                   prefix[tile]));

@@ -69,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Graphs, RandomDag,
                                            Case{50, 5, true}, Case{300, 6, true}, Case{300, 7, false},
                                            Case{2000, 8, true}, Case{2000, 9, false}),
                          [](const auto& param_info) {
-                           return "n" + std::to_string(param_info.param.tasks) + "_seed" + std::to_string(param_info.param.seed) +
+                           return "n" + std::to_string(param_info.param.tasks) + "_seed" +
+                                  std::to_string(param_info.param.seed) +
                                   (param_info.param.hazards ? "_hazards" : "_ssa");
                          });
 
@@ -90,17 +91,18 @@ TEST(RandomDag, UndecidableKeysLetTheScatterWriteOtherSlots) {
   s.run();
   auto buffer = [&](std::string_view name) {
     for (std::size_t i = 0; i < g.buffers().size(); ++i)
-      if (g.buffers()[i].name == name) return i;
+      if (g.buffers()[i].name == name)
+        return i;
     throw std::runtime_error("no buffer " + std::string(name));
   };
   std::vector<HostTensor> gpu = s.results();
   auto set = [&](std::string_view name, std::vector<std::int32_t> v) {
     std::copy(v.begin(), v.end(), gpu[buffer(name)].i32().begin());
   };
-  set("b416", {18, 0, 0});                                                   // keys (argmax near-ties)
-  set("b1455", {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}); // their histogram
+  set("b416", {18, 0, 0});                                                    // keys (argmax near-ties)
+  set("b1455", {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});    // their histogram
   set("b1456", {0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3}); // exclusive scan
-  set("b1457", {1, 2, 0});                                                   // placement
+  set("b1457", {1, 2, 0});                                                    // placement
   const Analysis a = analyze(g);
   const CheckReport accepted = check_outputs(g, a, s.initial(), gpu);
   EXPECT_TRUE(accepted.passed) << accepted.summary() << "\n" << accepted.details();
@@ -115,12 +117,16 @@ TEST(RandomDag, GeneratorIsDeterministicAndValid) {
   const Graph a = testing::random_graph(ro);
   const Graph b = testing::random_graph(ro);
   ASSERT_EQ(a.tasks().size(), b.tasks().size());
-  for (std::size_t i = 0; i < a.tasks().size(); ++i) EXPECT_EQ(a.tasks()[i].in.buffer, b.tasks()[i].in.buffer);
+  for (std::size_t i = 0; i < a.tasks().size(); ++i)
+    EXPECT_EQ(a.tasks()[i].in.buffer, b.tasks()[i].in.buffer);
   const Analysis an = analyze(a);
   std::size_t ops[6] = {0, 0, 0, 0, 0, 0}; // per OpKind
-  for (const Task& t : a.tasks()) ++ops[static_cast<int>(t.op)];
-  for (OpKind k : {OpKind::reduce, OpKind::scan, OpKind::softmax}) EXPECT_GT(ops[static_cast<int>(k)], 10u) << to_string(k);
-  for (OpKind k : {OpKind::histogram, OpKind::scatter, OpKind::select}) EXPECT_GT(ops[static_cast<int>(k)], 0u) << to_string(k);
+  for (const Task& t : a.tasks())
+    ++ops[static_cast<int>(t.op)];
+  for (OpKind k : {OpKind::reduce, OpKind::scan, OpKind::softmax})
+    EXPECT_GT(ops[static_cast<int>(k)], 10u) << to_string(k);
+  for (OpKind k : {OpKind::histogram, OpKind::scatter, OpKind::select})
+    EXPECT_GT(ops[static_cast<int>(k)], 0u) << to_string(k);
   EXPECT_GT(an.num_levels, 3u);
 }
 

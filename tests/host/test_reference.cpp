@@ -15,7 +15,8 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed, float lo = -
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
+  for (float& x : v)
+    x = d(rng);
   return v;
 }
 
@@ -91,13 +92,17 @@ TEST(Reference, SoftmaxSumsToOneAndIsShiftInvariant) {
   std::vector<ref::Expected> y(x.size()), y2(x.size()), ly(x.size());
   ref::softmax(x, false, y);
   double s = 0;
-  for (const auto& e : y) s += e.value;
+  for (const auto& e : y)
+    s += e.value;
   EXPECT_NEAR(s, 1.0, 1e-12);
-  for (float& v : x) v += 100.f; // exact in float for these magnitudes? close enough: compare loosely
+  for (float& v : x)
+    v += 100.f; // exact in float for these magnitudes? close enough: compare loosely
   ref::softmax(x, false, y2);
-  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i].value, y2[i].value, 1e-5 * y[i].value + 1e-12);
+  for (std::size_t i = 0; i < y.size(); ++i)
+    EXPECT_NEAR(y[i].value, y2[i].value, 1e-5 * y[i].value + 1e-12);
   ref::softmax(x, true, ly);
-  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(std::exp(ly[i].value), y2[i].value, 1e-12);
+  for (std::size_t i = 0; i < y.size(); ++i)
+    EXPECT_NEAR(std::exp(ly[i].value), y2[i].value, 1e-12);
 }
 
 TEST(Reference, SoftmaxOfOneColumnIsOne) {
@@ -119,7 +124,8 @@ TEST(Reference, ScaledErrorRules) {
 TEST(OpTypes, NamesRoundTrip) {
   for (ReduceFn f : {ReduceFn::sum, ReduceFn::max, ReduceFn::min, ReduceFn::argmax})
     EXPECT_EQ(parse_reduce_fn(to_string(f)), f);
-  for (ScanFn f : {ScanFn::sum, ScanFn::max}) EXPECT_EQ(parse_scan_fn(to_string(f)), f);
+  for (ScanFn f : {ScanFn::sum, ScanFn::max})
+    EXPECT_EQ(parse_scan_fn(to_string(f)), f);
   EXPECT_EQ(parse_dtype("i32"), DType::i32);
   EXPECT_FALSE(parse_dtype("f64").has_value());
   EXPECT_FALSE(parse_op_kind("matmul").has_value());

@@ -193,7 +193,8 @@ TEST(Report, JsonHasTheBreakdownAndCsvOneRowPerEntry) {
   const auto j = profile_json("g", "cpu", {e, base});
   ASSERT_EQ(j["entries"].size(), 2u);
   const auto& b = j["entries"][0]["breakdown"];
-  for (const char* k : {"work", "wait", "barrier", "dispatch", "idle"}) ASSERT_TRUE(b.contains(k)) << k;
+  for (const char* k : {"work", "wait", "barrier", "dispatch", "idle"})
+    ASSERT_TRUE(b.contains(k)) << k;
   EXPECT_NEAR(b["work"]["us"].get<double>(), 0.3, 1e-12);
   const auto& an = j["entries"][0]["analysis"];
   EXPECT_NEAR(an["body"]["median_us"].get<double>(), 0.15, 1e-12);
@@ -207,13 +208,13 @@ TEST(Report, JsonHasTheBreakdownAndCsvOneRowPerEntry) {
 
 TEST(Report, SvgPlotsAreWellFormed) {
   const auto [p, r] = synthetic();
-  for (const std::string& svg : {timeline_svg(p, r, "t <1>"),
-                                 breakdown_svg({ProfileEntry{"x", "", 1, 1, 1, 1, analyze_trace(p, r), "", true}}, "t"),
-                                 barrier_svg(nlohmann::json::array({{{"kind", "cg"}, {"threads", 256},
-                                                                     {"blocks_per_sm", 1}, {"us_per_barrier", 1.0}},
-                                                                    {{"kind", "cg"}, {"threads", 256},
-                                                                     {"blocks_per_sm", 8}, {"us_per_barrier", 2.2}}}),
-                                             "b")}) {
+  for (const std::string& svg :
+       {timeline_svg(p, r, "t <1>"),
+        breakdown_svg({ProfileEntry{"x", "", 1, 1, 1, 1, analyze_trace(p, r), "", true}}, "t"),
+        barrier_svg(
+            nlohmann::json::array({{{"kind", "cg"}, {"threads", 256}, {"blocks_per_sm", 1}, {"us_per_barrier", 1.0}},
+                                   {{"kind", "cg"}, {"threads", 256}, {"blocks_per_sm", 8}, {"us_per_barrier", 2.2}}}),
+            "b")}) {
     EXPECT_EQ(svg.rfind("<svg", 0), 0u);
     EXPECT_NE(svg.find("</svg>"), std::string::npos);
     EXPECT_EQ(svg.find("<1>"), std::string::npos); // escaped

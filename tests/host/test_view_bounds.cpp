@@ -18,10 +18,10 @@ struct OpCase {
   std::vector<const char*> fields; // the views this op has, as analyze() names them
 };
 
-const std::vector<OpCase> kOps = {{"reduce_all", {"in", "out"}}, {"reduce_rows", {"in", "out"}},
-                                  {"scan_all", {"in", "out"}},   {"scan_rows", {"in", "out"}},
-                                  {"softmax", {"in", "out"}},    {"histogram", {"in", "out"}},
-                                  {"scatter", {"in", "out", "offsets"}}, {"select", {"in", "out", "count"}}};
+const std::vector<OpCase> kOps = {
+    {"reduce_all", {"in", "out"}},         {"reduce_rows", {"in", "out"}},    {"scan_all", {"in", "out"}},
+    {"scan_rows", {"in", "out"}},          {"softmax", {"in", "out"}},        {"histogram", {"in", "out"}},
+    {"scatter", {"in", "out", "offsets"}}, {"select", {"in", "out", "count"}}};
 
 // One task of `op` over small buffers; `field` gets the view `v`, the others their usual whole-buffer views.
 Graph make_graph(const std::string& op, const std::string& field, const ViewSpec& v) {
@@ -35,15 +35,22 @@ Graph make_graph(const std::string& op, const std::string& field, const ViewSpec
   g.add_buffer("s1", DType::f32, {1});
   g.add_buffer("c", DType::i32, {1});
   auto pick = [&](const char* name, ViewSpec dflt) { return field == name ? v : dflt; };
-  if (op == "reduce_all") g.reduce("t", pick("in", "x"), pick("out", "s1"), ReduceFn::sum);
-  if (op == "reduce_rows") g.reduce("t", pick("in", "x"), pick("out", "s"), ReduceFn::max, Axis::row);
-  if (op == "scan_all") g.scan("t", pick("in", "x"), pick("out", "y"), ScanFn::sum);
-  if (op == "scan_rows") g.scan("t", pick("in", "x"), pick("out", "y"), ScanFn::sum, true, Axis::row);
-  if (op == "softmax") g.softmax("t", pick("in", "x"), pick("out", "y"));
-  if (op == "histogram") g.histogram("t", pick("in", "k"), pick("out", ViewSpec::range("yi", 0, 8)));
-  if (op == "scatter") g.scatter("t", pick("in", "k"), pick("offsets", "off"), pick("out", "yi"));
-  if (op == "select") g.select("t", pick("in", "x"), pick("out", ViewSpec::range("y", 0, 128)), pick("count", "c"),
-                               CmpFn::gt, 0.0);
+  if (op == "reduce_all")
+    g.reduce("t", pick("in", "x"), pick("out", "s1"), ReduceFn::sum);
+  if (op == "reduce_rows")
+    g.reduce("t", pick("in", "x"), pick("out", "s"), ReduceFn::max, Axis::row);
+  if (op == "scan_all")
+    g.scan("t", pick("in", "x"), pick("out", "y"), ScanFn::sum);
+  if (op == "scan_rows")
+    g.scan("t", pick("in", "x"), pick("out", "y"), ScanFn::sum, true, Axis::row);
+  if (op == "softmax")
+    g.softmax("t", pick("in", "x"), pick("out", "y"));
+  if (op == "histogram")
+    g.histogram("t", pick("in", "k"), pick("out", ViewSpec::range("yi", 0, 8)));
+  if (op == "scatter")
+    g.scatter("t", pick("in", "k"), pick("offsets", "off"), pick("out", "yi"));
+  if (op == "select")
+    g.select("t", pick("in", "x"), pick("out", ViewSpec::range("y", 0, 128)), pick("count", "c"), CmpFn::gt, 0.0);
   return g;
 }
 
@@ -53,25 +60,34 @@ std::int64_t draw(std::mt19937_64& rng) {
   switch (rng() % 8) {
   case 0:
   case 1:
-  case 2: return static_cast<std::int64_t>(rng() % 20);
-  case 3: return static_cast<std::int64_t>(rng() % 140);
-  case 4: return std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(rng() % 3);
-  case 5: return static_cast<std::int64_t>(rng() >> 1);
-  case 6: return std::int64_t{1} << (rng() % 63);
-  default: return -static_cast<std::int64_t>(rng() % 5) - 1;
+  case 2:
+    return static_cast<std::int64_t>(rng() % 20);
+  case 3:
+    return static_cast<std::int64_t>(rng() % 140);
+  case 4:
+    return std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(rng() % 3);
+  case 5:
+    return static_cast<std::int64_t>(rng() >> 1);
+  case 6:
+    return std::int64_t{1} << (rng() % 63);
+  default:
+    return -static_cast<std::int64_t>(rng() % 5) - 1;
   }
 }
 
 ViewSpec random_view(std::mt19937_64& rng, const std::string& buffer) {
   switch (rng() % 4) {
-  case 0: return ViewSpec(buffer);
+  case 0:
+    return ViewSpec(buffer);
   case 1: {
     ViewSpec v(buffer);
     v.offset = draw(rng);
     return v;
   }
-  case 2: return ViewSpec::range(buffer, draw(rng), draw(rng));
-  default: return ViewSpec::block(buffer, draw(rng), draw(rng), draw(rng));
+  case 2:
+    return ViewSpec::range(buffer, draw(rng), draw(rng));
+  default:
+    return ViewSpec::block(buffer, draw(rng), draw(rng), draw(rng));
   }
 }
 
@@ -84,8 +100,8 @@ TEST(ViewBounds, RandomViewsAreRefusedByNameOrRunCorrectly) {
     const OpCase& op = kOps[rng() % kOps.size()];
     const std::string field = op.fields[rng() % op.fields.size()];
     const Graph base = make_graph(op.op, field, ViewSpec("x"));
-    const std::string& buffer = rng() % 4 == 0 ? base.buffers()[rng() % base.buffers().size()].name
-                                : field == "in" ? base.tasks()[0].in.buffer
+    const std::string& buffer = rng() % 4 == 0   ? base.buffers()[rng() % base.buffers().size()].name
+                                : field == "in"  ? base.tasks()[0].in.buffer
                                 : field == "out" ? base.tasks()[0].out.buffer
                                                  : base.tasks()[0].aux.buffer;
     const ViewSpec v = random_view(rng, buffer);
