@@ -14,6 +14,15 @@ constexpr int scan_items_for(int threads) {
 inline constexpr int kWarpRowValues = 32;
 inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues;
 
+// Lean row tiles (kernels/device/lean_rows.cuh): rows of up to lean_max_cols(threads) columns, the whole block per row,
+// kLeanVecs 4-element groups per thread, in tiles of at most kLeanMaxTileRows rows. The lowering aims small row ops at
+// them; both megakernels run such tiles with the lean bodies.
+inline constexpr int kLeanVecs = 2;
+inline constexpr long long kLeanMaxTileRows = 4;
+constexpr long long lean_max_cols(int threads) {
+  return 4LL * kLeanVecs * threads;
+}
+
 // The bulk-copy ring (kernels/device/bulk_stream.cuh) lives in the launch's dynamic shared memory. Its stages are
 // stream_stage_bytes(threads) (16 KB; 8 KB at 128 threads), and a launch sizes it per
 // program (runtime/gpu/copy_ring.hpp: copy_ring_bytes), up to stream_ring_bytes(threads): what the block size's

@@ -17,7 +17,7 @@ std::string_view to_string(SyncMode m) {
 }
 
 std::string_view to_string(Schedule s) {
-  return s == Schedule::dynamic ? "dynamic" : "static";
+  return s == Schedule::dynamic ? "dynamic" : s == Schedule::static_list ? "static" : "auto";
 }
 std::string_view to_string(SentinelFill f) {
   return f == SentinelFill::kernel ? "kernel" : "submit";
@@ -35,6 +35,8 @@ std::optional<Schedule> parse_schedule(std::string_view s) {
     return Schedule::dynamic;
   if (s == "static")
     return Schedule::static_list;
+  if (s == "auto")
+    return Schedule::automatic;
   return std::nullopt;
 }
 

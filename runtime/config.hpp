@@ -27,6 +27,8 @@ constexpr bool is_level_mode(SyncMode m) {
 enum class Schedule : std::uint32_t {
   dynamic = 0,     // atomic ticket over the tiles in topological order
   static_list = 1, // per-block lists computed by the host (list scheduling by estimated cost, locality first)
+  automatic = 2,   // chosen by the lowering for the program: static_list when every task runs as lean row tiles
+                   // (latency-bound chains, where a row's chain on one block needs no cross-SM hop), else dynamic
 };
 
 // Where sentinel mode pre-fills producer outputs with the sentinel payload.

@@ -49,6 +49,10 @@ std::string describe_error(const program::ErrorRecord& e, const LoweredProgram& 
     return fmt::format("corrupt program: {} found a descriptor field out of range ({})", where,
                        e.detail < program::kDescriptorFieldCount ? program::kDescriptorFieldNames[e.detail]
                                                                  : "unknown");
+  case ErrorCode::forward_mismatch:
+    return fmt::format("corrupt program: {} was told to take its input from the block's previous tile, but that tile "
+                       "did not write it (on-chip forwarding)",
+                       where);
   default:
     return fmt::format("device error {} at {}", e.code, where);
   }

@@ -45,6 +45,10 @@ struct LoweredProgram {
   // local_deps[local_begin[g] .. local_begin[g + 1]); both empty when nothing was dropped. Host-side only.
   std::vector<std::uint32_t> local_begin;
   std::vector<program::DepDesc> local_deps;
+  // Static schedule, per global tile: 1 when the tile's input is exactly what the tile before it on its block's list
+  // wrote (one row, its task's only producer), so the lean megakernel keeps it in registers (on-chip forwarding;
+  // the CPU executor checks the claim). Empty: no tile is forwarded.
+  std::vector<std::uint8_t> forwarded;
   program::StateLayout layout;
   std::uint32_t barriers_per_run = 0; // level barriers one run passes (level modes: levels - 1)
   bool uses_tile_flags = false;

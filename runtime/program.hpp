@@ -107,6 +107,8 @@ enum class ErrorCode : std::uint32_t {
   bad_opcode = 2,       // a task descriptor carries an unknown opcode
   bad_descriptor = 3,   // a descriptor field is out of range (tile, task, buffer index)
   aborted = 4,          // another block failed first (never recorded as the first error)
+  forward_mismatch = 5, // CPU check of on-chip forwarding: a forwarded tile's input differs from what the block's
+                        // previous tile wrote (a lowering fault)
 };
 
 // What a wait was waiting on when the watchdog fired.

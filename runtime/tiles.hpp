@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/host_device.hpp"
+#include "kernels/tile_shapes.hpp"
 #include "runtime/op_traits.hpp"
 #include "runtime/program.hpp"
 
@@ -63,6 +64,14 @@ GRIDFLOW_HOST_DEVICE bool waits_on_own_tiles(std::uint32_t opcode) {
 // True when the task's tiles share state in the arena (partials, counters, look-back words, count rows).
 GRIDFLOW_HOST_DEVICE bool has_cross_tile_state(const TaskDesc& t) {
   return t.num_tiles > 1 && op_has(kSharedStateOps, t.opcode);
+}
+
+// True when the task's tiles are lean row tiles (kernels/tile_shapes.hpp): a row op over rows of 1 to
+// lean_max_cols(threads) columns, at most kLeanMaxTileRows rows per tile. Both megakernels run them with the lean
+// bodies (kernels/device/lean_rows.cuh), the lean megakernel nothing else.
+GRIDFLOW_HOST_DEVICE bool lean_rows(const TaskDesc& t, int threads) {
+  return is_row_op(t.opcode) && t.cols >= 1 && t.cols <= kernels::lean_max_cols(threads) && t.tile_size >= 1 &&
+         t.tile_size <= kernels::kLeanMaxTileRows;
 }
 
 // Scatter scratch: `num_tiles` count rows of `param` i32 bins, then (from this byte offset, line-aligned) one

@@ -3,6 +3,7 @@
 #include "kernels/counting.hpp"
 #include "kernels/tile_shapes.hpp"
 #include "runtime/checked_math.hpp"
+#include "runtime/lean_program.hpp"
 #include "runtime/op_traits.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
@@ -237,6 +238,47 @@ void elide_local_dependencies(LoweredProgram& p) {
     p.local_begin.clear();
 }
 
+// On-chip forwarding (static schedule): tile g reads exactly the row the tile before it on its block's list wrote,
+// and that tile's task is g's task's only producer (its only RAW dependency), so nothing else wrote the row between
+// them: the lean megakernel keeps the row in registers instead of reading it back. Both are lean row tiles of one row
+// and the same columns, the producer writing whole rows (not a row reduction).
+void assign_forwarding(LoweredProgram& p, const Analysis& a) {
+  p.forwarded.clear();
+  if (p.block_begin.empty())
+    return;
+  p.forwarded.assign(p.tiles.size(), 0);
+  const int threads = static_cast<int>(p.threads_per_block);
+  auto one_raw_producer = [&](const TaskDesc& consumer, std::uint32_t producer_graph_task) {
+    std::uint32_t raw = 0;
+    bool found = false;
+    for (const Dependency& d : a.deps[consumer.graph_task])
+      if (d.hazards & kHazardRaw) {
+        ++raw;
+        found = found || d.producer == producer_graph_task;
+      }
+    return raw == 1 && found;
+  };
+  for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
+    for (std::uint32_t i = p.block_begin[b] + 1; i < p.block_begin[b + 1]; ++i) {
+      const std::uint32_t g = p.block_tiles[i], prev = p.block_tiles[i - 1];
+      const TileDesc& ct = p.tiles[g];
+      const TileDesc& pt = p.tiles[prev];
+      const TaskDesc& c = p.tasks[ct.task];
+      const TaskDesc& pr = p.tasks[pt.task];
+      if (!program::lean_rows(c, threads) || !program::lean_rows(pr, threads) ||
+          program::op_has(program::kOnePerItemOps, pr.opcode) || c.cols != pr.cols || c.in_buffer != pr.out_buffer)
+        continue;
+      const program::ItemRange cr = program::tile_items(c, ct.index), pr_rows = program::tile_items(pr, pt.index);
+      if (cr.size() != 1 || pr_rows.size() != 1)
+        continue;
+      if (c.in_offset + cr.begin * c.cols != pr.out_offset + pr_rows.begin * pr.cols)
+        continue;
+      if (!one_raw_producer(c, pr.graph_task))
+        continue;
+      p.forwarded[g] = 1;
+    }
+}
+
 } // namespace
 
 void assign_signal_flags(LoweredProgram& p) {
@@ -358,6 +400,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     p.task_names.push_back(t.name);
   }
   p.tiles.reserve(tiles_total);
+  if (p.schedule == Schedule::automatic) // the rule Schedule::automatic states (runtime/config.hpp)
+    p.schedule = lean_program(p, o.threads_per_block) ? Schedule::static_list : Schedule::dynamic;
 
   // The graph's edges in device-task numbering (every mode), for analysis.
   p.pred_begin.push_back(0);
@@ -457,9 +501,10 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   // 6. Level barriers one run passes (executors add their own prologue barrier where they use one).
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
 
-  if (o.schedule == Schedule::static_list) {
+  if (p.schedule == Schedule::static_list) {
     schedule_static(p);
     elide_local_dependencies(p);
+    assign_forwarding(p, a);
   }
   assign_signal_flags(p);
   return p;

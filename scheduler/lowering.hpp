@@ -53,7 +53,7 @@ struct TilePolicy {
 
 struct LoweringOptions {
   SyncMode mode = SyncMode::flags;
-  Schedule schedule = Schedule::dynamic;
+  Schedule schedule = Schedule::automatic; // resolved by lower(): LoweredProgram::schedule is never automatic
   std::uint32_t grid_blocks = 132;
   std::uint32_t threads_per_block = 256;
   bool per_tile_deps = true; // dataflow modes: wait only for the producer tiles that wrote a tile's inputs

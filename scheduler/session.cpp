@@ -37,7 +37,7 @@ std::string describe(const SessionOptions& o) {
     s += fmt::format(" workers={}", o.cpu_workers == 0 ? std::string("auto") : std::to_string(o.cpu_workers));
   if (o.mode == SyncMode::sentinel)
     s += fmt::format(" sentinel_fill={}", to_string(o.exec.sentinel_fill));
-  if (o.schedule == Schedule::dynamic && o.exec.claim_ahead)
+  if (o.schedule != Schedule::static_list && o.exec.claim_ahead)
     s += " claim_ahead=on";
   const auto same = [](program::PollPacing a, program::PollPacing b) {
     return a.spin_polls == b.spin_polls && a.max_sleep_ns == b.max_sleep_ns;
@@ -116,7 +116,10 @@ const LoweredProgram& Session::program() const {
 }
 
 std::string Session::describe() const {
-  return fmt::format("{} | {}", executor_->describe(), gridflow::describe(options_));
+  std::string options = gridflow::describe(options_);
+  if (options_.schedule == Schedule::automatic) // say what the lowering chose
+    options.replace(options.find("schedule=auto"), 13, fmt::format("schedule=auto({})", to_string(program().schedule)));
+  return fmt::format("{} | {}", executor_->describe(), options);
 }
 
 RunResult Session::run(const ExecOptions& exec) {

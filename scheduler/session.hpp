@@ -29,7 +29,7 @@ std::optional<Backend> parse_backend(std::string_view); // "cpu", "gpu"
 struct SessionOptions {
   Backend backend = Backend::cpu;
   SyncMode mode = SyncMode::flags;
-  Schedule schedule = Schedule::dynamic;
+  Schedule schedule = Schedule::automatic;
   std::uint32_t cpu_workers = 0;         // CPU: 0 = hardware threads, at least 2
   std::uint32_t threads_per_block = 256; // GPU
   std::uint32_t blocks_per_sm = 0;       // GPU: 0 = default (gpu_executor.hpp)

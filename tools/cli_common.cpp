@@ -16,8 +16,11 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   cmd->add_option("--mode", f.mode, "synchronization: grid-sync, barrier, flags, sentinel")
       ->check(CLI::IsMember({"grid-sync", "barrier", "flags", "sentinel"}));
-  cmd->add_option("--schedule", f.schedule, "tile claiming: dynamic (atomic ticket) or static (host lists)")
-      ->check(CLI::IsMember({"dynamic", "static"}));
+  cmd->add_option(
+         "--schedule", f.schedule,
+         "tile claiming: dynamic (atomic ticket), static (host lists), or auto (static for graphs of small row "
+         "ops, else dynamic)")
+      ->check(CLI::IsMember({"auto", "dynamic", "static"}));
   cmd->add_option("--sentinel-fill", f.sentinel_fill, "sentinel mode: pre-fill in the kernel or at submit")
       ->check(CLI::IsMember({"kernel", "submit"}));
   cmd->add_option("--workers", f.workers, "CPU worker threads (0: hardware threads)")->check(CLI::Range(0u, 1024u));

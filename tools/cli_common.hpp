@@ -26,7 +26,7 @@ struct Commands {
 struct SessionFlags {
   std::string backend = "auto";
   std::string mode = "flags";
-  std::string schedule = "dynamic";
+  std::string schedule = "auto";
   std::string sentinel_fill = "submit";
   std::uint32_t workers = 0;
   std::uint32_t threads = 256;

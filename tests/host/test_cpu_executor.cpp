@@ -341,6 +341,59 @@ TEST(CpuExecutor, EveryBadDescriptorIsNamed) {
   }
 }
 
+// The CPU checks every forwarding decision on every run (the lean megakernel trusts it): a tile wrongly marked as
+// taking its input from its block's previous tile stops the run, naming the tile.
+TEST(CpuExecutor, AWrongForwardingDecisionIsCaught) {
+  Graph g("fw");
+  g.add_buffer("x", DType::f32, {8, 128}, InitUniform{-1, 1, 5});
+  g.add_buffer("y", DType::f32, {8, 128});
+  g.add_buffer("w", DType::f32, {8, 128}, InitUniform{-1, 1, 6});
+  g.add_buffer("z", DType::f32, {8, 128});
+  g.softmax("a", "x", "y");
+  g.softmax("b", "w", "z"); // reads w, not what a wrote
+  LoweringOptions lo;
+  lo.grid_blocks = 2;
+  lo.schedule = Schedule::static_list;
+  LoweredProgram p = lower(g, analyze(g), lo);
+  ASSERT_FALSE(p.forwarded.empty());
+  EXPECT_EQ(std::count(p.forwarded.begin(), p.forwarded.end(), 1), 0);
+  // Mark b's tile that follows one of a's on its block.
+  bool marked = false;
+  for (std::uint32_t i = 1; i < p.block_tiles.size() && !marked; ++i)
+    if (p.tiles[p.block_tiles[i]].task == 1 && p.tiles[p.block_tiles[i - 1]].task == 0 &&
+        std::find(p.block_begin.begin(), p.block_begin.end(), i) == p.block_begin.end()) {
+      p.forwarded[p.block_tiles[i]] = 1;
+      marked = true;
+    }
+  ASSERT_TRUE(marked);
+  const std::optional<DeviceError> e = run_expecting_device_error(std::move(p));
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->record().code, static_cast<std::uint32_t>(program::ErrorCode::forward_mismatch));
+  EXPECT_NE(std::string(e->what()).find("on-chip forwarding"), std::string::npos) << e->what();
+}
+
+// Row chains run with forwarding in every mode, and the CPU's check of each decision passes.
+TEST(CpuExecutor, ForwardedRowChainsRunInEveryMode) {
+  Graph g("chain");
+  g.add_buffer("x0", DType::f32, {3, 300}, InitUniform{-3, 3, 8});
+  for (int i = 1; i <= 10; ++i) {
+    g.add_buffer("x" + std::to_string(i), DType::f32, {3, 300});
+    const std::string in = "x" + std::to_string(i - 1), out = "x" + std::to_string(i);
+    if (i % 2)
+      g.softmax("op" + std::to_string(i), in, out, i % 3 == 0);
+    else
+      g.scan("op" + std::to_string(i), in, out, ScanFn::sum, i % 4 == 0, Axis::row);
+  }
+  for (SyncMode m : kAllSyncModes) {
+    SessionOptions o = cpu_options(m, 3, Schedule::automatic);
+    Session s(g, o);
+    ASSERT_EQ(s.program().schedule, Schedule::static_list);
+    EXPECT_GT(std::count(s.program().forwarded.begin(), s.program().forwarded.end(), 1), 0) << to_string(m);
+    s.run();
+    EXPECT_TRUE(s.check().passed) << to_string(m) << ": " << s.check().summary();
+  }
+}
+
 TEST(CpuExecutor, RepeatedRunsNeedNoReset) {
   Graph g = every_op_graph(1000, 5, 50);
   Session s(g, cpu_options(SyncMode::flags, 4));

@@ -423,3 +423,65 @@ TEST(Lowering, RejectsBadShapes) {
 
 } // namespace
 } // namespace gridflow
+
+namespace gridflow {
+namespace {
+
+// The automatic schedule: static lists for graphs of lean row tiles, the dynamic ticket otherwise.
+TEST(Lowering, AutomaticScheduleIsStaticForLeanRowGraphs) {
+  EXPECT_EQ(lower_graph(softmax_row_chain(8), SyncMode::flags, 132, Schedule::automatic).schedule,
+            Schedule::static_list);
+  EXPECT_EQ(lower_graph(chain_graph(), SyncMode::flags, 132, Schedule::automatic).schedule, Schedule::dynamic);
+}
+
+// A row chain keeps each row on its block, and every tile after the first op takes its input from the tile before it.
+TEST(Lowering, RowChainsForwardEveryRowOnChip) {
+  const int ops = 12;
+  const LoweredProgram p = lower_graph(softmax_row_chain(ops), SyncMode::flags, 132, Schedule::static_list);
+  ASSERT_EQ(p.forwarded.size(), p.tiles.size());
+  std::size_t forwarded = 0;
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
+    const bool first_op = p.tiles[g].task == 0;
+    EXPECT_EQ(p.forwarded[g] != 0, !first_op) << "tile " << g;
+    forwarded += p.forwarded[g];
+  }
+  EXPECT_EQ(forwarded, 16u * (ops - 1));
+  // Nothing waits: every dependency is local, so nothing signals either.
+  EXPECT_TRUE(p.deps.empty());
+  for (const program::TaskDesc& t : p.tasks)
+    EXPECT_EQ(t.flags & (program::kSignalTiles | program::kSignalCounter), 0u);
+}
+
+// Forwarding needs the producer to be the consumer's only producer, the same row, and the block's previous tile.
+TEST(Lowering, ForwardingOnlyFromTheOneProducerOfTheRow) {
+  Graph g("fw");
+  g.add_buffer("x", DType::f32, {4, 256}, InitUniform{-1, 1, 2});
+  g.add_buffer("y", DType::f32, {4, 256});
+  g.add_buffer("z", DType::f32, {4, 256});
+  g.add_buffer("r", DType::f32, {4});
+  g.softmax("a", "x", "y");
+  g.scan("b", "y", "z", ScanFn::sum, false, Axis::row); // forwarded from a
+  g.reduce("c", "z", "r", ReduceFn::sum, Axis::row);    // forwarded from b (a row reduction consumes whole rows)
+  g.softmax("d", "r", "r");                             // a row reduction's output is no row: never forwarded
+  g.scan("e", "y", "y", ScanFn::max, true, Axis::row);  // y's producer a is not e's block predecessor's task
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 8, Schedule::static_list);
+  auto task_of = [&](std::uint32_t gtile) { return p.task_names[p.tiles[gtile].task]; };
+  ASSERT_FALSE(p.forwarded.empty());
+  for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) {
+      const std::uint32_t t = p.block_tiles[i];
+      if (!p.forwarded[t])
+        continue;
+      ASSERT_GT(i, p.block_begin[b]);
+      const std::string prev = task_of(p.block_tiles[i - 1]), cur = task_of(t);
+      EXPECT_TRUE((prev == "a" && cur == "b") || (prev == "b" && cur == "c")) << prev << " -> " << cur;
+      EXPECT_EQ(p.tiles[t].index, p.tiles[p.block_tiles[i - 1]].index); // the same row
+    }
+  std::size_t b_forwarded = 0;
+  for (std::uint32_t t = 0; t < p.tiles.size(); ++t)
+    b_forwarded += p.forwarded[t] && task_of(t) == "b";
+  EXPECT_EQ(b_forwarded, 4u); // every row of b runs right after its row of a
+}
+
+} // namespace
+} // namespace gridflow

@@ -1,0 +1,65 @@
+#include "runtime/lean_program.hpp"
+
+#include "runtime/tiles.hpp"
+
+namespace gridflow {
+
+bool lean_program(const LoweredProgram& p, std::uint32_t threads) {
+  for (const program::TaskDesc& t : p.tasks)
+    if (!program::lean_rows(t, static_cast<int>(threads)))
+      return false;
+  return !p.tasks.empty();
+}
+
+namespace {
+
+program::TileInstr instr_of(const LoweredProgram& p, std::uint32_t tile, const std::vector<void*>& bases) {
+  program::TileInstr in;
+  if (tile >= p.tiles.size()) {
+    in.tile = program::kNoTile;
+    return in;
+  }
+  const program::TileDesc& d = p.tiles[tile];
+  const program::TaskDesc& t = p.tasks[d.task];
+  const program::ItemRange rows = program::tile_items(t, d.index);
+  in.opcode = t.opcode;
+  in.flags = t.flags | (!p.forwarded.empty() && p.forwarded[tile] ? program::kForwardInput : 0u);
+  in.fn = t.fn;
+  in.dtype = t.dtype;
+  in.task = d.task;
+  in.tile = tile;
+  in.rows = static_cast<std::uint32_t>(rows.size());
+  in.cols = static_cast<std::uint32_t>(t.cols);
+  in.level = t.level;
+  in.dep_first = d.dep_first;
+  in.dep_count = d.dep_count;
+  in.out_stride = static_cast<std::uint32_t>(program::output_per_item(t));
+  auto address = [&](std::uint32_t buffer, std::int64_t element) -> std::uint64_t {
+    if (buffer >= bases.size())
+      return 0; // a bad buffer index: the kernel reports it (tile's buffers null)
+    return reinterpret_cast<std::uint64_t>(static_cast<unsigned char*>(bases[buffer]) + 4 * element);
+  };
+  in.in = address(t.in_buffer, t.in_offset + rows.begin * t.cols);
+  in.out = address(t.out_buffer, t.out_offset + rows.begin * program::output_per_item(t));
+  return in;
+}
+
+} // namespace
+
+std::vector<program::TileInstr> tile_instrs(const LoweredProgram& p, const std::vector<void*>& bases) {
+  std::vector<program::TileInstr> out;
+  out.reserve(p.tiles.size());
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
+    out.push_back(instr_of(p, g, bases));
+  return out;
+}
+
+std::vector<program::TileInstr> block_instrs(const LoweredProgram& p, const std::vector<void*>& bases) {
+  std::vector<program::TileInstr> out;
+  out.reserve(p.block_tiles.size());
+  for (const std::uint32_t tile : p.block_tiles)
+    out.push_back(instr_of(p, tile, bases));
+  return out;
+}
+
+} // namespace gridflow

@@ -1,0 +1,49 @@
+// The lean megakernel's program: one 64-byte instruction per tile with everything its run needs resolved on the host
+// (the task's opcode, flags and shape, the tile's first input and output addresses, its dependency list, its level),
+// so a block's loop reads one record per tile, prefetched a tile ahead, and nothing else of the program. Built by the
+// executors from a LoweredProgram whose every task runs as lean row tiles (lean_rows, runtime/tiles.hpp).
+#pragma once
+
+#include "runtime/lowered_program.hpp"
+#include "runtime/program.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace gridflow::program {
+
+// TileInstr::flags beyond the TaskFlag bits: the tile's input is what the block's previous tile wrote, still held in
+// registers (on-chip forwarding; LoweredProgram::forwarded).
+inline constexpr std::uint32_t kForwardInput = 1u << 8;
+
+struct alignas(16) TileInstr {
+  std::uint32_t opcode = 0;    // Opcode (a row op)
+  std::uint32_t flags = 0;     // the task's TaskFlag bits, kForwardInput
+  std::uint32_t fn = 0;        // ReduceFn or ScanFn
+  std::uint32_t dtype = 0;     // DType of the input
+  std::uint32_t task = 0;      // device task
+  std::uint32_t tile = 0;      // global tile id (kNoTile: a list entry that is no tile; reported when claimed)
+  std::uint32_t rows = 0;      // rows of this tile
+  std::uint32_t cols = 0;      // columns of every row
+  std::uint32_t level = 0;     // the task's level
+  std::uint32_t dep_first = 0; // deps[dep_first, dep_first + dep_count)
+  std::uint32_t dep_count = 0;
+  std::uint32_t out_stride = 0; // output elements per row (cols; 1 for a row reduction)
+  std::uint64_t in = 0;         // address of the tile's first input element
+  std::uint64_t out = 0;        // address of its first output element
+};
+static_assert(sizeof(TileInstr) == 64 && alignof(TileInstr) == 16);
+
+} // namespace gridflow::program
+
+namespace gridflow {
+
+// Whether the lean megakernel can run `program` at `threads` per block: every task a row op run as lean row tiles.
+bool lean_program(const LoweredProgram& program, std::uint32_t threads);
+
+// One instruction per global tile (dynamic claims), and one per static list entry in list order (static claims:
+// empty without lists). `bases[b]` is buffer b's address in the executor's memory.
+std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
+std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
+
+} // namespace gridflow
