@@ -1,19 +1,24 @@
-// gridflow_bench_chain: dependent chains of small ops, each reading its predecessor's output, in every sync mode
-// and schedule, against the same tiles launched one kernel per task on a stream and as a CUDA Graph.
-#include "bench/bench_common.hpp"
+// gridflow_bench_chain: dependent chains of 512 small row ops (softmax; softmax alternating with a row scan) over
+// 16 x 1024 and 256 x 1024 floats, each op reading its predecessor's output. gridflow in the configuration `gridflow
+// run` uses by default, and in others for comparison, against what a CUDA engineer runs instead: one lean kernel per
+// op on a stream, with PDL, as a CUDA Graph and as a Graph with PDL (baselines/), on the same buffers, checked before
+// timing. The task-body-per-launch rows are a diagnostic (gridflow's own tile body launched once per task).
+#include "bench/lean_compare.hpp"
 #include "runtime/device.hpp"
 #include "runtime/gpu_baselines.hpp"
 #include "scheduler/session.hpp"
 
 #include <fmt/format.h>
 
-#include <array>
+#include <functional>
 #include <utility>
 
 using namespace gridflow;
 using namespace gridflow::bench;
 
 namespace {
+
+constexpr int kOps = 512;
 
 // `ops` tasks over rows x cols f32, each reading the previous output (distinct buffers, so every edge is RAW):
 // "softmax" repeats softmax; "mixed" alternates softmax and a row scan.
@@ -31,6 +36,12 @@ Graph chain(const std::string& kind, std::int64_t rows, std::int64_t cols, int o
   return g;
 }
 
+// A gridflow configuration beside the default: a name and what it changes.
+struct Variant {
+  const char* name;
+  std::function<void(SessionOptions&)> change;
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -39,104 +50,105 @@ int main(int argc, char** argv) {
   if (!gpu)
     return 0;
   Report report("chain", gpu->describe());
-  const int ops = 512, reps = args.quick ? 5 : 10;
-  fmt::print("{:<10} {:>6} {:<30} {:>10} {:>10} {:>8}\n", "chain", "floats", "executor", "us/op", "ms/run", "tiles");
+  const int reps = args.quick ? 7 : 15;
+  const std::vector<Variant> variants = {
+      {"general megakernel", [](SessionOptions& o) { o.exec.lean_kernel = false; }},
+      {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
+      {"dynamic schedule", [](SessionOptions& o) { o.schedule = Schedule::dynamic; }},
+      {"sentinel", [](SessionOptions& o) { o.mode = SyncMode::sentinel; }},
+      {"barrier", [](SessionOptions& o) { o.mode = SyncMode::barrier; }},
+      {"grid-sync", [](SessionOptions& o) { o.mode = SyncMode::grid_sync; }},
+      {"1 block/SM", [](SessionOptions& o) { o.blocks_per_sm = 1; }},
+  };
+  fmt::print("{:<8} {:>5} {:<44} {:>9} {:>9} {:>7}  {}\n", "chain", "floats", "executor", "us/op", "ms/run", "x lean",
+             "bits vs default");
+  int failures = 0;
   for (const std::string kind : {"softmax", "mixed"})
     for (std::int64_t rows : {16LL, 256LL}) {
-      const std::int64_t cols = 1024;
-      const Graph g = chain(kind, rows, cols, ops);
+      const Graph g = chain(kind, rows, 1024, kOps);
       const std::string size = rows == 16 ? "16K" : "256K";
-      auto print = [&](const std::string& executor, double ms, std::size_t tiles) {
-        const double us = ms * 1e3 / ops;
-        fmt::print("{:<10} {:>6} {:<30} {:>10.3f} {:>10.3f} {:>8}\n", kind, size, executor, us, ms, tiles);
+      std::vector<std::pair<std::string, double>> rows_out; // executor, ms
+      std::vector<HostTensor> reference_bits;
+      auto run_gridflow = [&](const std::string& name, SessionOptions o) -> std::optional<double> {
+        o.backend = Backend::gpu;
+        Session s(g, o);
+        const RunResult first = s.run();
+        const CheckReport check = s.check();
+        std::string bits = "-";
+        if (reference_bits.empty())
+          reference_bits = s.results();
+        else
+          bits = bit_identical(reference_bits, s.results()) ? "same" : "DIFFER";
+        if (!check.passed || bits == "DIFFER") {
+          fmt::print("FAILED {} {} {}: {} (bits {})\n", kind, size, name, check.summary(), bits);
+          ++failures;
+          return std::nullopt;
+        }
+        const double ms = median_run_ms(s, reps);
+        rows_out.emplace_back(fmt::format("gridflow {}{}", name, first.lean_kernel ? " [lean kernel]" : ""), ms);
         report.add({{"chain", kind},
-                    {"floats", rows * cols},
-                    {"ops", ops},
-                    {"executor", executor},
-                    {"us_per_op", us},
+                    {"floats", rows * 1024},
+                    {"ops", kOps},
+                    {"executor", "gridflow " + name},
+                    {"config", s.describe()},
+                    {"lean_kernel", first.lean_kernel},
                     {"ms_per_run", ms},
-                    {"tiles", tiles}});
+                    {"us_per_op", ms * 1e3 / kOps},
+                    {"bits_vs_default", bits},
+                    {"tiles", s.program().tiles.size()}});
+        return ms;
       };
-      for (std::uint32_t bps : {1u, 2u})
-        for (SyncMode mode : kAllSyncModes)
-          if (!(args.quick && bps == 1))
-            for (Schedule sched : {Schedule::dynamic, Schedule::static_list}) {
-              SessionOptions o;
-              o.backend = Backend::gpu;
-              o.mode = mode;
-              o.schedule = sched;
-              o.blocks_per_sm = bps;
-              Session s(g, o);
-              s.run();
-              if (!s.check().passed) {
-                fmt::print("CHECK FAILED {} {} {}\n", kind, to_string(mode), s.check().summary());
-                return 1;
-              }
-              print(fmt::format("gridflow {} {} {}/SM", to_string(mode), to_string(sched), bps), median_run_ms(s, reps),
-                    s.program().tiles.size());
-              if (mode == SyncMode::flags && sched == Schedule::dynamic && bps == 2) {
-                const BaselineTimes b = time_per_task_launches(s.executor(), 3, reps);
-                print("stream launch per task", stat_of(b.stream_ms).median, s.program().tiles.size());
-                print("CUDA graph of launches", stat_of(b.graph_ms).median, s.program().tiles.size());
-                // The same configuration traced: what recording costs (tracing is off in every other row).
-                print("gridflow flags dynamic 2/SM traced", median_run_ms(s, reps, true), s.program().tiles.size());
-                // Whole-task dependencies instead of per-tile ones: the gain of waiting only for the covering tiles.
-                SessionOptions whole = o;
-                whole.per_tile_deps = false;
-                Session w(g, whole);
-                w.run();
-                print("gridflow flags dynamic 2/SM task-deps", median_run_ms(w, reps), w.program().tiles.size());
-                // Claim-ahead on (off by default): each claim's ticket round trip overlaps the previous tile.
-                SessionOptions ahead = o;
-                ahead.exec.claim_ahead = true;
-                Session ca(g, ahead);
-                ca.run();
-                print("gridflow flags dynamic 2/SM claim-ahead", median_run_ms(ca, reps), ca.program().tiles.size());
-                // Tiles per task: smaller row tiles give per-tile dependencies independent row chains to overlap.
-                for (std::int64_t tile_elements : {4096LL, 1024LL}) {
-                  SessionOptions t = o;
-                  t.tiles.set_row_tile_elements(tile_elements);
-                  Session ts(g, t);
-                  ts.run();
-                  if (!ts.check().passed) {
-                    fmt::print("CHECK FAILED {} row tiles {} {}\n", kind, tile_elements, ts.check().summary());
-                    return 1;
-                  }
-                  print(fmt::format("gridflow flags dynamic 2/SM {}-elt tiles", tile_elements), median_run_ms(ts, reps),
-                        ts.program().tiles.size());
-                }
-              }
-              // Poll pacing. Sentinel body polls: the default (32 back-to-back polls, then sleeps from 32 ns doubling
-              // up to 512 ns) against never sleeping and sleeps capped at 64 ns. Flags dependency waits: the default
-              // (never sleep) against the body polls' default and sleeps capped at 64 ns.
-              using Pacing = std::pair<const char*, program::PollPacing>;
-              const std::array<Pacing, 2> poll_variants{Pacing{"spin", program::kSpinPacing},
-                                                        Pacing{"sleep<=64ns", {32, 64}}};
-              const std::array<Pacing, 2> wait_variants{Pacing{"sleep<=512ns", {}}, Pacing{"sleep<=64ns", {32, 64}}};
-              if (bps == 2 && (mode == SyncMode::sentinel || (mode == SyncMode::flags && sched == Schedule::dynamic)))
-                for (const auto& [name, pacing] : mode == SyncMode::sentinel ? poll_variants : wait_variants) {
-                  SessionOptions po = o;
-                  (mode == SyncMode::sentinel ? po.exec.pacing : po.exec.wait_pacing) = pacing;
-                  Session ps(g, po);
-                  ps.run();
-                  if (!ps.check().passed) {
-                    fmt::print("CHECK FAILED {} poll {} {}\n", kind, name, ps.check().summary());
-                    return 1;
-                  }
-                  print(fmt::format("gridflow {} {} 2/SM {} {}", to_string(mode), to_string(sched),
-                                    mode == SyncMode::sentinel ? "poll" : "wait", name),
-                        median_run_ms(ps, reps), ps.program().tiles.size());
-                }
-              if (mode == SyncMode::sentinel && sched == Schedule::dynamic && bps == 2) {
-                // Pre-fill inside the megakernel (one grid barrier) instead of a fill kernel at submission.
-                SessionOptions kf = o;
-                kf.exec.sentinel_fill = SentinelFill::kernel;
-                Session k(g, kf);
-                k.run();
-                print("gridflow sentinel dynamic 2/SM kernel-fill", median_run_ms(k, reps), k.program().tiles.size());
-              }
-            }
+      const std::optional<double> gridflow_ms = run_gridflow("default", SessionOptions{});
+      for (const Variant& v : variants) {
+        SessionOptions o;
+        v.change(o);
+        run_gridflow(v.name, o);
+      }
+      // What a CUDA engineer runs instead, on the default session's buffers.
+      SessionOptions o;
+      o.backend = Backend::gpu;
+      Session s(g, o);
+      s.run();
+      const LeanResult lean = lean_baseline(s, 3, reps);
+      if (!lean.ran) {
+        fmt::print("FAILED {} {}: no lean baseline: {}\n", kind, size, lean.why);
+        ++failures;
+        continue;
+      }
+      const double best = lean.best_ms();
+      auto add_lean = [&](const char* name, const Stat& st) {
+        rows_out.emplace_back(std::string("lean kernels, ") + name, st.median);
+        report.add({{"chain", kind},
+                    {"floats", rows * 1024},
+                    {"ops", kOps},
+                    {"executor", std::string("lean ") + name},
+                    {"ms_per_run", st.median},
+                    {"us_per_op", st.median * 1e3 / kOps}});
+      };
+      add_lean("stream", lean.stream);
+      add_lean("stream+PDL", lean.stream_pdl);
+      add_lean("CUDA graph", lean.graph);
+      add_lean("CUDA graph+PDL", lean.graph_pdl);
+      if (!args.quick) {
+        const BaselineTimes b = time_per_task_launches(s.executor(), 3, reps);
+        rows_out.emplace_back("task body per launch, stream (diagnostic)", stat_of(b.stream_ms).median);
+        rows_out.emplace_back("task body per launch, CUDA graph (diagnostic)", stat_of(b.graph_ms).median);
+      }
+      for (const auto& [name, ms] : rows_out)
+        fmt::print("{:<8} {:>5} {:<44} {:>9.3f} {:>9.3f} {:>7.2f}\n", kind, size, name, ms * 1e3 / kOps, ms, best / ms);
+      if (gridflow_ms)
+        report.add({{"chain", kind},
+                    {"floats", rows * 1024},
+                    {"ops", kOps},
+                    {"summary", true},
+                    {"gridflow_default_us_per_op", *gridflow_ms * 1e3 / kOps},
+                    {"best_lean", lean.best_name()},
+                    {"best_lean_us_per_op", best * 1e3 / kOps},
+                    {"speedup_vs_best_lean", best / *gridflow_ms}});
+      fmt::print("{:<8} {:>5} => gridflow default {:.3f} us/op, best lean ({}) {:.3f} us/op: {:.2f}x\n\n", kind, size,
+                 gridflow_ms.value_or(0) * 1e3 / kOps, lean.best_name(), best * 1e3 / kOps,
+                 gridflow_ms ? best / *gridflow_ms : 0.0);
     }
   report.write(args.json_path);
-  return 0;
+  return failures == 0 ? 0 : 1;
 }

@@ -78,6 +78,8 @@ public:
   std::uint32_t index() const { return index_; }
   bool is_leader() const { return true; }
   void sync() {}
+  void ready() {}
+  std::uint32_t signal_flags(std::uint32_t task) const { return v_.tasks[task].flags; }
   std::uint32_t share(std::uint32_t v) { return v; }
   std::uint32_t smid() const { return index_; }
   void stage(std::uint32_t, const program::TileDesc&, std::uint32_t) {}

@@ -23,6 +23,7 @@ public:
   void download(std::uint32_t buffer, HostTensor& data) override;
   void take(std::uint32_t buffer, HostTensor& data) override; // moves the buffer out (no copy)
   bool take_moves() const override { return true; }
+  void* buffer_address(std::uint32_t buffer) override { return buffers_.at(buffer).data(); }
   void fill_bits(std::uint32_t buffer, std::uint32_t bits) override;
   RunResult run(const ExecOptions& options = {}) override;
 

@@ -23,6 +23,9 @@ struct ExecOptions {
   // gained nothing measurable and slowed levels with fewer tiles than 2 x blocks (a block holds a tile an idle block
   // could run; docs/PERFORMANCE.md, run 21).
   bool claim_ahead = false;
+  // GPU: run a program whose every task is a lean row tile on the lean megakernel (same bits, less per tile);
+  // false: always the general megakernel (measurements, tests of the two against each other).
+  bool lean_kernel = true;
 };
 
 class Executor {
@@ -38,6 +41,9 @@ public:
   // Buffer b's contents into `data`. Where the executor's buffers are host memory (the CPU executor) they are moved,
   // not copied, and every buffer must be uploaded again before the next run (take_moves()); else a download.
   virtual void take(std::uint32_t buffer, HostTensor& data) { download(buffer, data); }
+  // The address of buffer b in the executor's memory (GPU: device memory; CPU: host memory), for code that runs on
+  // the same buffers (the baselines). Valid while the executor lives.
+  virtual void* buffer_address(std::uint32_t buffer) = 0;
   virtual bool take_moves() const { return false; }
 
   // Runs the program once. Throws DeviceError when the run recorded an error (watchdog, corrupt program);

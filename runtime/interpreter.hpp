@@ -13,6 +13,9 @@
 //                                     // next sync/share publishes them); next_task: the task of the block's next
 //                                     // tile when the schedule knows it (else kNoTile), whose descriptor may be
 //                                     // loaded early
+//   void ready();                     // a tile without dependencies is about to execute: publish what stage()
+//                                     // put in shared memory (a block barrier where it did, else nothing)
+//   std::uint32_t signal_flags(std::uint32_t task); // the task's TaskFlag bits, read after execute (who is awaited)
 //   bool execute(std::uint32_t tile); // run the staged tile's body with every thread; false: the run was aborted.
 //                                     // Returns true after a block barrier that follows every thread's stores.
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
@@ -180,7 +183,7 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
     if (!ok)
       return false;
   } else {
-    blk.sync();
+    blk.ready();
   }
   if (trace)
     trace->ready = protocol::now_ns();
@@ -190,11 +193,9 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
   if (trace)
     trace->executed = protocol::now_ns();
   // Step 4: signal: execute's closing block barrier ordered every thread's stores before the leader's release.
-  // The flags come from the task table, not from the staged copy: after execute's closing barrier, warp 1 of a
-  // block with a static list may already be staging the next tile over it (compute-sanitizer racecheck, H200,
-  // 2026-11-30, when the signal read the staged copy).
+  // The task's flags come from the Block (signal_flags), which knows where they are safe to read after execute.
   if (signal && blk.is_leader())
-    signal_tile(blk, tile, c.desc.task, blk.view().tasks[c.desc.task].flags);
+    signal_tile(blk, tile, c.desc.task, blk.signal_flags(c.desc.task));
   if (trace) {
     trace->signalled = protocol::now_ns();
     protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);

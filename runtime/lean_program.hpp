@@ -12,13 +12,9 @@
 
 namespace gridflow::program {
 
-// TileInstr::flags beyond the TaskFlag bits: the tile's input is what the block's previous tile wrote, still held in
-// registers (on-chip forwarding; LoweredProgram::forwarded).
-inline constexpr std::uint32_t kForwardInput = 1u << 8;
-
 struct alignas(16) TileInstr {
   std::uint32_t opcode = 0;    // Opcode (a row op)
-  std::uint32_t flags = 0;     // the task's TaskFlag bits, kForwardInput
+  std::uint32_t flags = 0;     // the task's TaskFlag bits and, for this tile, kForwardInput
   std::uint32_t fn = 0;        // ReduceFn or ScanFn
   std::uint32_t dtype = 0;     // DType of the input
   std::uint32_t task = 0;      // device task

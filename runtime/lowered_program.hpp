@@ -68,6 +68,8 @@ struct LoweredProgram {
 
 namespace program {
 
+struct TileInstr; // runtime/lean_program.hpp
+
 // Device (or CPU) view of an uploaded program. Plain data: passed by value as a kernel parameter.
 struct ProgramView {
   const TaskDesc* tasks = nullptr;
@@ -80,6 +82,8 @@ struct ProgramView {
   void* const* buffers = nullptr;
   const std::int64_t* sentinel_ranges = nullptr; // per buffer b: [2b] offset, [2b + 1] count to pre-fill (0: none)
   unsigned char* state = nullptr;
+  const TileInstr* tile_instrs = nullptr;  // the lean megakernel: one instruction per global tile (else null)
+  const TileInstr* block_instrs = nullptr; // and one per static list entry, in list order (null without lists)
   StateLayout layout;
   std::uint32_t num_tasks = 0;
   std::uint32_t num_tiles = 0;

@@ -36,6 +36,8 @@ enum TaskFlag : std::uint32_t {
   kPollInputs = 1u << 3,     // sentinel mode: poll every input element until it is not the sentinel
   kSentinelOutput = 1u << 4, // sentinel mode: the output was pre-filled with the sentinel; never store it
   kSignalCounter = 1u << 5,  // some consumer waits for the whole task: count completed tiles
+  kForwardInput = 1u << 8,   // lean instructions only (TileInstr::flags): the tile's input is what the block's
+                             // previous tile wrote, still in registers (on-chip forwarding)
 };
 
 inline constexpr std::uint32_t kNoBuffer = 0xffffffffu;

@@ -504,7 +504,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   if (p.schedule == Schedule::static_list) {
     schedule_static(p);
     elide_local_dependencies(p);
-    assign_forwarding(p, a);
+    if (o.forward)
+      assign_forwarding(p, a);
   }
   assign_signal_flags(p);
   return p;

@@ -37,6 +37,10 @@ std::string describe(const SessionOptions& o) {
     s += fmt::format(" workers={}", o.cpu_workers == 0 ? std::string("auto") : std::to_string(o.cpu_workers));
   if (o.mode == SyncMode::sentinel)
     s += fmt::format(" sentinel_fill={}", to_string(o.exec.sentinel_fill));
+  if (!o.forward)
+    s += " forward=off";
+  if (o.backend == Backend::gpu && !o.exec.lean_kernel)
+    s += " lean_kernel=off";
   if (o.schedule != Schedule::static_list && o.exec.claim_ahead)
     s += " claim_ahead=on";
   const auto same = [](program::PollPacing a, program::PollPacing b) {
@@ -60,6 +64,7 @@ LoweringOptions lowering_options(const SessionOptions& o) {
   lo.mode = o.mode;
   lo.schedule = o.schedule;
   lo.per_tile_deps = o.per_tile_deps;
+  lo.forward = o.forward;
   lo.tiles = o.tiles;
   lo.threads_per_block = o.threads_per_block;
   return lo;
@@ -122,9 +127,7 @@ std::string Session::describe() const {
   return fmt::format("{} | {}", executor_->describe(), options);
 }
 
-RunResult Session::run(const ExecOptions& exec) {
-  results_.clear(); // the last results go before the buffers are filled again: one host copy beyond the run's
-  results_.shrink_to_fit();
+void Session::reset_buffers() {
   for (std::uint32_t b = 0; b < initial_.size(); ++b)
     executor_->upload(b, initial_[b]);
   buffers_taken_ = false;
@@ -134,6 +137,12 @@ RunResult Session::run(const ExecOptions& exec) {
     if (std::holds_alternative<std::monostate>(graph_.buffers()[b].init))
       executor_->fill_bits(b, poison_bits(graph_.buffers()[b].dtype));
   }
+}
+
+RunResult Session::run(const ExecOptions& exec) {
+  results_.clear(); // the last results go before the buffers are filled again: one host copy beyond the run's
+  results_.shrink_to_fit();
+  reset_buffers();
   RunResult r = executor_->run(exec);
   results_.resize(initial_.size());
   for (std::uint32_t b = 0; b < initial_.size(); ++b)

@@ -34,6 +34,7 @@ struct SessionOptions {
   std::uint32_t threads_per_block = 256; // GPU
   std::uint32_t blocks_per_sm = 0;       // GPU: 0 = default (gpu_executor.hpp)
   bool per_tile_deps = true;
+  bool forward = true; // static schedule: on-chip forwarding of rows (LoweringOptions::forward)
   TilePolicy tiles;
   ExecOptions exec;
   FilePolicy files;             // where init files are read and saves are written (file_access.hpp)
@@ -78,6 +79,8 @@ public:
   // Uploads the initial data (every output poisoned), runs once, and makes every buffer's contents the results().
   // The CPU backend hands its buffers over without a copy; the GPU backend downloads them.
   RunResult run() { return run(options_.exec); }
+  // Fills the executor's buffers as a run starts from: the initial data, every task output poisoned.
+  void reset_buffers();
   // The same with other execution options for this run only (same executor and state arena).
   RunResult run(const ExecOptions& exec);
   // Runs `warmup + repeat` more times over whatever the last run left in the buffers (timing only; results() is

@@ -8,6 +8,7 @@
 #include "runtime/gpu/device_memory.hpp"
 #include "runtime/gpu/kernel_table.hpp"
 #include "runtime/gpu_baselines.hpp"
+#include "runtime/lean_program.hpp"
 #include "runtime/tiles.hpp"
 
 #include <fmt/format.h>
@@ -44,6 +45,18 @@ public:
       table.push_back(buffers_.back().get());
     }
     d_table_ = DeviceBuffer::of(table);
+    // A program of lean row tiles also gets the lean megakernel's instructions (addresses resolved here).
+    if (lean_program(p_, shape_.threads_per_block)) {
+      lean_entry_ = lean_megakernel_entry_for(shape_.threads_per_block);
+      int per_sm = 0; // co-resident at this shape (it is: fewer registers and shared memory than the general one)
+      GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lean_entry_,
+                                                                        static_cast<int>(shape_.threads_per_block), 0));
+      if (static_cast<std::uint32_t>(per_sm) < shape_.blocks_per_sm)
+        throw RuntimeError(fmt::format("the lean megakernel fits {} blocks of {} threads per SM, the launch needs {}",
+                                       per_sm, shape_.threads_per_block, shape_.blocks_per_sm));
+      d_tile_instrs_ = DeviceBuffer::of(tile_instrs(p_, table));
+      d_block_instrs_ = DeviceBuffer::of(block_instrs(p_, table));
+    }
     state_ = DeviceBuffer(p_.layout.total);
     reset_state();
     view_ = make_view(p_, {d_tasks_.as<program::TaskDesc>(), d_tiles_.as<program::TileDesc>(),
@@ -52,13 +65,19 @@ public:
                            p_.block_tiles.empty() ? nullptr : d_block_tiles_.as<std::uint32_t>(),
                            p_.block_tiles.empty() ? nullptr : d_block_descs_.as<program::TileDesc>(),
                            d_table_.as<void* const>(), d_sentinels_.as<std::int64_t>(), state_.as<unsigned char>()});
+    if (lean_entry_ != nullptr) {
+      view_.tile_instrs = d_tile_instrs_.as<program::TileInstr>();
+      view_.block_instrs = p_.block_tiles.empty() ? nullptr : d_block_instrs_.as<program::TileInstr>();
+    }
   }
 
   const LoweredProgram& program() const override { return p_; }
 
   std::string describe() const override {
-    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {} KB copy ring", device_.name, shape_.grid_blocks,
-                       shape_.blocks_per_sm, shape_.threads_per_block, ring_bytes_ / 1024);
+    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {}", device_.name, shape_.grid_blocks,
+                       shape_.blocks_per_sm, shape_.threads_per_block,
+                       lean_entry_ != nullptr ? std::string("lean megakernel")
+                                              : fmt::format("{} KB copy ring", ring_bytes_ / 1024));
   }
 
   void upload(std::uint32_t buffer, const HostTensor& data) override {
@@ -71,6 +90,8 @@ public:
     data = HostTensor(b.dtype, b.elements);
     GRIDFLOW_CUDA_CHECK(cudaMemcpy(data.data(), buffers_.at(buffer).get(), data.bytes(), cudaMemcpyDeviceToHost));
   }
+
+  void* buffer_address(std::uint32_t buffer) override { return buffers_.at(buffer).get(); }
 
   void fill_bits(std::uint32_t buffer, std::uint32_t bits) override {
     const BufferInfo& b = p_.buffers.at(buffer);
@@ -114,8 +135,11 @@ public:
       GRIDFLOW_CUDA_CHECK_LAUNCH();
     }
     void* args[] = {&view_, &r};
-    GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(entry_, dim3(shape_.grid_blocks), dim3(shape_.threads_per_block),
-                                                    args, ring_bytes_, stream_.get()));
+    const bool lean = options.lean_kernel && lean_entry_ != nullptr;
+    result.lean_kernel = lean;
+    GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(lean ? lean_entry_ : entry_, dim3(shape_.grid_blocks),
+                                                    dim3(shape_.threads_per_block), args, lean ? 0 : ring_bytes_,
+                                                    stream_.get()));
     GRIDFLOW_CUDA_CHECK_LAUNCH();
     GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
     GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
@@ -235,9 +259,10 @@ private:
   GpuShape shape_;
   DeviceInfo device_;
   const void* entry_ = nullptr;
+  const void* lean_entry_ = nullptr; // the lean megakernel, when every task is a lean row tile
   std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (copy_ring_bytes)
   DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_,
-      d_table_, state_;
+      d_table_, d_tile_instrs_, d_block_instrs_, state_;
   std::vector<DeviceBuffer> buffers_;
   DeviceBuffer tile_trace_, barrier_trace_;
   program::ProgramView view_;

@@ -41,6 +41,11 @@ const void* task_kernel_entry_for(std::uint32_t threads) {
   return pick<task_kernel_entry<128>, task_kernel_entry<256>, task_kernel_entry<512>, task_kernel_entry<1024>>(threads);
 }
 
+const void* lean_megakernel_entry_for(std::uint32_t threads) {
+  return pick<lean_megakernel_entry<128>, lean_megakernel_entry<256>, lean_megakernel_entry<512>,
+              lean_megakernel_entry<1024>>(threads);
+}
+
 const void* megakernel_entry_for(std::uint32_t threads) {
   return pick<megakernel_entry<128>, megakernel_entry<256>, megakernel_entry<512>, megakernel_entry<1024>>(threads);
 }

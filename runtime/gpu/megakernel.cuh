@@ -20,6 +20,11 @@ public:
   __device__ std::uint32_t index() const { return blockIdx.x; }
   __device__ bool is_leader() const { return threadIdx.x == 0; }
   __device__ void sync() const { __syncthreads(); }
+  // stage_tile's descriptors in shared memory are published by a block barrier.
+  __device__ void ready() const { __syncthreads(); }
+  // From the task table, not from the staged copy: after execute's closing barrier, warp 1 of a block with a static
+  // list may already be staging the next tile over it.
+  __device__ std::uint32_t signal_flags(std::uint32_t task) const { return v_.tasks[task].flags; }
 
   // The leader's value to every thread. Slots alternate so a slot is never rewritten before every thread read
   // it (there is always at least one barrier between two uses of the same slot).

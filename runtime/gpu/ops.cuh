@@ -9,6 +9,7 @@
 #include "kernels/device/softmax.cuh"
 #include "runtime/arena.hpp"
 #include "runtime/gpu/device_access.cuh"
+#include "runtime/gpu/lean_ops.cuh"
 #include "runtime/tiles.hpp"
 
 namespace gridflow::gpu {
@@ -26,6 +27,7 @@ template <int THREADS> struct SharedStorage {
     kernels::ScanStorage<THREADS> scan;
     kernels::SoftmaxStorage<THREADS> softmax;
     kernels::CountingStorage counting;
+    kernels::LeanStorage<THREADS> lean;
   };
   program::TaskDesc task;      // the running tile's task descriptor (stage_tile copies it in with one load)
   program::TileDesc tile;      // the running tile's descriptor (stage_tile)
@@ -109,8 +111,33 @@ __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
     write_result(fn, out, total, store);
 }
 
+// A lean row tile (runtime/tiles.hpp: lean_rows) runs with the lean body of its op, as in the lean megakernel.
+// A call of its own, not inlined into the op table: inlined, the lean bodies of every op, element type and policy pair
+// make ptxas's time and memory for the whole megakernel several times larger. It addresses the shared storage
+// through block_shared(), so its reductions stay shared-memory accesses.
+template <int THREADS, program::Opcode OP, class T, class ScanOp, class Load, class Store>
+__device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, Store store) {
+  const program::TaskDesc& t = c.task();
+  const program::ItemRange rows = program::tile_items(t, c.index);
+  const long long out_stride = program::output_per_item(t);
+  const LeanTile lt{t.opcode,
+                    t.fn,
+                    t.dtype,
+                    t.flags,
+                    c.template in<std::uint32_t>() + rows.begin * t.cols,
+                    c.template out<std::uint32_t>() + rows.begin * out_stride,
+                    static_cast<int>(rows.size()),
+                    static_cast<int>(t.cols),
+                    static_cast<int>(out_stride)};
+  lean_rows_as<THREADS, OP, T, ScanOp>(lt, load, store, c.s().lean, nullptr);
+}
+
 template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
+  if (program::lean_rows(c.task(), THREADS)) {
+    lean_rows_tile<THREADS, program::Opcode::reduce_rows, T, kernels::Sum>(c, load, store);
+    return;
+  }
   const auto fn = static_cast<ReduceFn>(c.task().fn);
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
@@ -255,6 +282,10 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
 
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store) {
+  if (program::lean_rows(c.task(), THREADS)) {
+    lean_rows_tile<THREADS, program::Opcode::scan_rows, T, Op>(c, load, store);
+    return;
+  }
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
   const bool exclusive = c.task().flags & program::kExclusive;
@@ -273,6 +304,10 @@ __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store)
 
 template <int THREADS, class Load, class Store>
 __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
+  if (program::lean_rows(c.task(), THREADS)) {
+    lean_rows_tile<THREADS, program::Opcode::softmax_rows, float, kernels::Sum>(c, load, store);
+    return;
+  }
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
   const bool log = c.task().flags & program::kLogSoftmax;

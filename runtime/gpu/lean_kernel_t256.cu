@@ -1,0 +1,11 @@
+// The lean megakernel compiled for 256 threads per block (its own file: it builds beside the others).
+#include "runtime/gpu/kernel_table.hpp"
+#include "runtime/gpu/lean_kernel.cuh"
+
+namespace gridflow::gpu {
+
+template <> const void* lean_megakernel_entry<256>() {
+  return reinterpret_cast<const void*>(&lean_megakernel<256>);
+}
+
+} // namespace gridflow::gpu

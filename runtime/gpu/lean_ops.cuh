@@ -1,0 +1,111 @@
+// One lean row tile (runtime/tiles.hpp: lean_rows) with the lean bodies (kernels/device/lean_rows.cuh): the GPU
+// dispatch both megakernels share for such tiles, so a tile's bits never depend on which kernel ran it. Each body is
+// instantiated per opcode, element type and access policies only where it is called: the general megakernel calls
+// the one of its own op (lean_rows_as), the lean megakernel dispatches to all of them (lean_tile).
+#pragma once
+
+#include "kernels/device/lean_rows.cuh"
+#include "runtime/gpu/device_access.cuh"
+#include "runtime/program.hpp"
+
+namespace gridflow::gpu {
+
+// What one lean tile is: the task's opcode, fn, dtype and flags, its rows (rows of cols columns from `in`; output
+// rows of out_stride elements from `out`).
+struct LeanTile {
+  std::uint32_t opcode;
+  std::uint32_t fn;
+  std::uint32_t dtype;
+  std::uint32_t flags;
+  const void* in;
+  void* out;
+  int rows;
+  int cols;
+  int out_stride;
+};
+
+// The row as a sentinel-mode store leaves it in memory: the sentinel's bit pattern becomes the canonical NaN.
+__device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
+#pragma unroll
+  for (int v = 0; v < kernels::kLeanVecs; ++v)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (r.w[v][k] == program::kSentinelBits)
+        r.w[v][k] = program::kCanonicalNanBits;
+}
+
+// Every thread. Runs lean tile `t` of opcode OP (element type T, scans by ScanOp) under one pair of access policies.
+// `forward` (may be null): on entry, when t.flags has kForwardInput, row 0's input as the block's previous tile left
+// it; on return, the tile's last output row as memory holds it (ops that write whole rows). Ends without a barrier:
+// the caller's follows.
+template <int THREADS, program::Opcode OP, class T, class ScanOp, class Load, class Store>
+__device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store store,
+                                             kernels::LeanStorage<THREADS>& s, kernels::LeanRow* forward) {
+  const T* in = static_cast<const T*>(t.in);
+  T* out = static_cast<T*>(t.out);
+  int half = 0;
+  for (int row = 0; row < t.rows; ++row) {
+    kernels::LeanRow x;
+    if (row == 0 && forward != nullptr && (t.flags & program::kForwardInput))
+      x = *forward;
+    else
+      kernels::lean_load<THREADS, T>(x, in + static_cast<long long>(row) * t.cols, t.cols, T(0), load);
+    if constexpr (OP == program::Opcode::reduce_rows) {
+      const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, t.cols, static_cast<ReduceFn>(t.fn), s, half);
+      if (threadIdx.x == 0)
+        store(reinterpret_cast<std::uint32_t*>(t.out) + static_cast<long long>(row) * t.out_stride, bits);
+    } else {
+      kernels::LeanRow y;
+      if constexpr (OP == program::Opcode::softmax_rows)
+        y = kernels::lean_softmax<THREADS>(x, t.cols, t.flags & program::kLogSoftmax, s, half);
+      else
+        y = kernels::lean_scan<THREADS, T>(x, t.cols, t.flags & program::kExclusive, ScanOp{}, s, half);
+      kernels::lean_store<THREADS, T>(y, out + static_cast<long long>(row) * t.out_stride, t.cols, store);
+      if (forward != nullptr) {
+        if (t.flags & program::kSentinelOutput)
+          canonicalize(y);
+        *forward = y;
+      }
+    }
+  }
+}
+
+template <int THREADS, class Load, class Store>
+__device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Store store,
+                                               kernels::LeanStorage<THREADS>& s, kernels::LeanRow* forward) {
+  using program::Opcode;
+  const bool i32 = t.dtype == static_cast<std::uint32_t>(DType::i32);
+  const bool max = t.fn == static_cast<std::uint32_t>(ScanFn::max);
+  switch (static_cast<Opcode>(t.opcode)) {
+  case Opcode::softmax_rows:
+    lean_rows_as<THREADS, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, forward);
+    break;
+  case Opcode::scan_rows:
+    if (i32)
+      max ? lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Max>(t, load, store, s, forward)
+          : lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Sum>(t, load, store, s, forward);
+    else
+      max ? lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, forward)
+          : lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, forward);
+    break;
+  default: // reduce_rows
+    i32 ? lean_rows_as<THREADS, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, forward)
+        : lean_rows_as<THREADS, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, forward);
+  }
+}
+
+// The lean megakernel's dispatch: tile `t` under its sync mode's access policies (polled inputs in sentinel mode,
+// canonical outputs for sentinel outputs, as its flags say); `site` is where a failed poll is recorded.
+template <int THREADS>
+__device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* site, kernels::LeanStorage<THREADS>& s,
+                                          kernels::LeanRow* forward) {
+  const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
+  if (poll)
+    canonical ? lean_tile_with<THREADS>(t, PollLoad{site}, CanonicalStore{}, s, forward)
+              : lean_tile_with<THREADS>(t, PollLoad{site}, kernels::PlainStore{}, s, forward);
+  else
+    canonical ? lean_tile_with<THREADS>(t, kernels::PlainLoad{}, CanonicalStore{}, s, forward)
+              : lean_tile_with<THREADS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, forward);
+}
+
+} // namespace gridflow::gpu

@@ -1,0 +1,149 @@
+// The lean megakernel (runtime/gpu/lean_kernel.cuh) and the lean row bodies both megakernels run: the same bits as
+// the general megakernel in every sync mode and schedule, with on-chip forwarding on and off, at two block sizes;
+// passing the float64 check; complete traces; the watchdog.
+#include "runtime/errors.hpp"
+#include "tests/common/run_checks.hpp"
+#include "tests/device/gpu_fixture.hpp"
+
+namespace gridflow {
+namespace {
+
+using testing::gpu_options;
+using testing::same_bits;
+
+class GpuLean : public testing::GpuTest {};
+
+// Every lean row op over rows x cols: softmax and log-softmax, row scans (sum and max, inclusive and exclusive, one in
+// place), row reductions (sum, max, min, argmax), i32 scans and reductions, and a view that starts one element in
+// (not 16-byte aligned, so the bodies load element by element).
+Graph lean_graph(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  Graph g("lean");
+  g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-3, 3, seed});
+  g.add_buffer("k", DType::i32, {rows, cols}, InitUniform{-50, 50, seed + 1});
+  g.add_buffer("off", DType::f32, {rows * cols + 1}, InitUniform{-3, 3, seed + 2});
+  for (const char* b : {"p", "lp", "s1", "s2", "s3", "q"})
+    g.add_buffer(b, DType::f32, {rows, cols});
+  for (const char* b : {"ki", "km"})
+    g.add_buffer(b, DType::i32, {rows, cols});
+  for (const char* b : {"r_sum", "r_max", "r_min"})
+    g.add_buffer(b, DType::f32, {rows});
+  for (const char* b : {"r_arg", "k_sum", "k_min"})
+    g.add_buffer(b, DType::i32, {rows});
+  g.softmax("softmax", "x", "p");
+  g.scan("scan", "p", "s1", ScanFn::sum, false, Axis::row);
+  g.scan("scan_ex", "s1", "s2", ScanFn::sum, true, Axis::row);
+  g.scan("in_place", "s2", "s2", ScanFn::max, false, Axis::row);
+  g.softmax("log_softmax", "s2", "lp", true);
+  g.scan("max_ex", "lp", "s3", ScanFn::max, true, Axis::row);
+  g.reduce("row_sum", "s1", "r_sum", ReduceFn::sum, Axis::row);
+  g.reduce("row_max", "lp", "r_max", ReduceFn::max, Axis::row);
+  g.reduce("row_min", "x", "r_min", ReduceFn::min, Axis::row);
+  g.reduce("row_argmax", "x", "r_arg", ReduceFn::argmax, Axis::row);
+  g.scan("i_scan", "k", "ki", ScanFn::sum, false, Axis::row);
+  g.scan("i_max", "ki", "km", ScanFn::max, true, Axis::row);
+  g.reduce("i_sum", "km", "k_sum", ReduceFn::sum, Axis::row);
+  g.reduce("i_min", "k", "k_min", ReduceFn::min, Axis::row);
+  g.softmax("misaligned", ViewSpec::block("off", 1, rows, cols), "q");
+  return g;
+}
+
+struct Shape {
+  std::int64_t rows, cols;
+};
+
+// Every sync mode, schedule, forwarding choice and kernel at one block size and shape: the same bits, each checked.
+void agree_everywhere(std::uint32_t threads, Shape shape) {
+  const Graph g = lean_graph(shape.rows, shape.cols, 11);
+  const std::string where =
+      std::to_string(threads) + " threads, " + std::to_string(shape.rows) + " x " + std::to_string(shape.cols);
+  std::vector<HostTensor> first;
+  for (SyncMode mode : kAllSyncModes)
+    for (Schedule sched : {Schedule::dynamic, Schedule::static_list})
+      for (bool forward : {true, false})
+        for (bool lean : {true, false}) {
+          SessionOptions o = gpu_options(mode, threads);
+          o.schedule = sched;
+          o.forward = forward;
+          o.exec.lean_kernel = lean;
+          o.exec.trace = mode == SyncMode::flags || mode == SyncMode::barrier;
+          Session s(g, o);
+          const RunResult r = s.run();
+          const std::string config = where + ": " + s.describe();
+          if (o.exec.trace) {
+            ASSERT_EQ(testing::trace_violation(s.program(), r), "") << config;
+          }
+          const CheckReport check = s.check();
+          ASSERT_TRUE(check.passed) << config << ": " << check.summary() << "\n" << check.details();
+          if (first.empty())
+            first = s.results();
+          std::string which;
+          ASSERT_TRUE(same_bits(first, s.results(), &which))
+              << "buffer " << g.buffers()[std::stoul(which)].name << " differs: " << config;
+          // The lean megakernel runs whenever every task is a lean row tile and it is not turned off.
+          const bool all_lean = s.executor().describe().find("lean megakernel") != std::string::npos;
+          EXPECT_EQ(r.lean_kernel, lean && all_lean) << config;
+        }
+}
+
+TEST_F(GpuLean, BothKernelsAgreeBitForBitInEveryConfiguration) {
+  for (std::uint32_t threads : {256u, 128u})
+    for (const Shape shape : {Shape{16, 1024}, Shape{7, 1000}, Shape{5, 33}, Shape{3, 2048}, Shape{40, 256}})
+      agree_everywhere(threads, shape);
+}
+
+// The same at one small shape, for the sanitizers (scripts/gpu-check.sh).
+TEST_F(GpuLean, BothKernelsAgreeSmall) {
+  agree_everywhere(256, Shape{5, 1000});
+}
+
+TEST_F(GpuLean, RowChainsRunOnTheLeanKernelWithForwarding) {
+  Graph g("chain");
+  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{-2, 2, 5});
+  for (int i = 1; i <= 64; ++i) {
+    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
+    const std::string in = "x" + std::to_string(i - 1), out = "x" + std::to_string(i);
+    if (i % 2)
+      g.softmax("op" + std::to_string(i), in, out);
+    else
+      g.scan("op" + std::to_string(i), in, out, ScanFn::sum, false, Axis::row);
+  }
+  Session s(g, gpu_options(SyncMode::flags));
+  EXPECT_EQ(s.program().schedule, Schedule::static_list); // what auto picks for row graphs
+  const RunResult r = s.run();
+  EXPECT_TRUE(r.lean_kernel);
+  EXPECT_TRUE(s.check().passed) << s.check().summary();
+  std::size_t forwarded = 0;
+  for (std::uint8_t f : s.program().forwarded)
+    forwarded += f;
+  EXPECT_EQ(forwarded, 16u * 63u);
+  for (int i = 0; i < 3; ++i) { // repeated runs on one executor (epochs)
+    s.run();
+    EXPECT_TRUE(s.check().passed) << "run " << i;
+  }
+}
+
+TEST_F(GpuLean, WatchdogStopsALostSignal) {
+  Graph g("chain");
+  g.add_buffer("x0", DType::f32, {16, 1024}, InitUniform{-2, 2, 5});
+  for (int i = 1; i <= 4; ++i) {
+    g.add_buffer("x" + std::to_string(i), DType::f32, {16, 1024});
+    g.softmax("op" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
+  }
+  SessionOptions o = gpu_options(SyncMode::flags);
+  o.schedule = Schedule::dynamic; // tiles wait on other blocks' flags
+  o.exec.timeout_ns = 200'000'000ull;
+  Session s(g, o);
+  ExecOptions bad = o.exec;
+  bad.fault_skip_signal_tile = s.program().tasks[0].first_tile;
+  try {
+    s.run(bad);
+    FAIL() << "expected a DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.record().code, static_cast<std::uint32_t>(program::ErrorCode::watchdog_timeout)) << e.what();
+  }
+  s.run(); // the arena was reset: the next run is clean
+  EXPECT_TRUE(s.check().passed);
+}
+
+} // namespace
+} // namespace gridflow
