@@ -110,12 +110,21 @@ __global__ void __launch_bounds__(kLeanThreads)
       s += e[g][k];
     }
   s = block_allreduce(s, SumOp{}, smem[1]);
-  const float inv = 1.0f / s, log_s = logf(s);
+  if (log) {
+    const float log_s = logf(s);
 #pragma unroll
-  for (int g = 0; g < VECS; ++g)
+    for (int g = 0; g < VECS; ++g)
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      v[g][k] = log ? (v[g][k] - m) - log_s : e[g][k] * inv;
+      for (int k = 0; k < 4; ++k)
+        v[g][k] = (v[g][k] - m) - log_s;
+  } else {
+    const float inv = __frcp_rn(s);
+#pragma unroll
+    for (int g = 0; g < VECS; ++g)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        v[g][k] = e[g][k] * inv;
+  }
   store_row<VECS>(v, y, cols, vec);
 }
 

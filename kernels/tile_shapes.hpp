@@ -17,7 +17,7 @@ inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues;
 // Lean row tiles (kernels/device/lean_rows.cuh): rows of up to lean_max_cols(threads) columns, the whole block per row,
 // kLeanVecs 4-element groups per thread, in tiles of at most kLeanMaxTileRows rows. The lowering aims small row ops at
 // them; both megakernels run such tiles with the lean bodies.
-inline constexpr int kLeanVecs = 2;
+inline constexpr int kLeanVecs = 1; // each further group costs every lean row its instructions, masked or not
 inline constexpr long long kLeanMaxTileRows = 4;
 constexpr long long lean_max_cols(int threads) {
   return 4LL * kLeanVecs * threads;

@@ -17,7 +17,12 @@
 //                                     // put in shared memory (a block barrier where it did, else nothing)
 //   std::uint32_t signal_flags(std::uint32_t task); // the task's TaskFlag bits, read after execute (who is awaited)
 //   bool execute(std::uint32_t tile); // run the staged tile's body with every thread; false: the run was aborted.
-//                                     // Returns true after a block barrier that follows every thread's stores.
+//                                     // Returns after a block barrier that follows every thread's stores, except
+//                                     // where the Block knows that nothing needs one (the tile signals nothing,
+//                                     // polled nothing, and the block's next tile reads no memory before a barrier
+//                                     // of its own: the lean megakernel's kCloseBarrier).
+//   (optional) Claim claim_listed(std::uint32_t last); // static lists: the block's next entry below `last` from
+//                                     // where the Block keeps its list (else claim_static reads the program's)
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
 //   bool level_barrier(std::uint64_t generation); // grid-wide barrier (cg grid.sync or gridflow's); false: aborted
 // Every thread of a block calls every function in the same order (uniform control flow), so block barriers
@@ -101,8 +106,14 @@ template <class Block>
 GRIDFLOW_HOST_DEVICE Claim claim(Block& blk, Cursor& cursor, std::uint32_t slot, std::uint32_t first,
                                  std::uint32_t last) {
   const ProgramView& v = blk.view();
-  if (v.block_begin != nullptr)
-    return claim_static(blk, cursor, last);
+  if (v.block_begin != nullptr) {
+    // A Block may read its list from where it keeps it (the lean megakernel: instructions prefetched into shared
+    // memory), with claim_static's contract: the next entry below `last`, or none, the cursor unmoved.
+    if constexpr (requires { blk.claim_listed(last); })
+      return blk.claim_listed(last);
+    else
+      return claim_static(blk, cursor, last);
+  }
   Claim c;
   c.tile = blk.share(blk.is_leader() ? claim_dynamic(blk, cursor, slot, first, last) : 0u);
   if (c.tile < v.num_tiles)
@@ -233,6 +244,7 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
     cursor.end = v.block_begin[blk.index() + 1];
   }
   std::uint32_t barrier_k = 0;
+  const bool traced = r.tile_trace != nullptr;
 
   // Step 0 (sentinel mode, kernel fill): pre-fill producer outputs, then one grid barrier so no fill can
   // overwrite a value a producer already stored.
@@ -249,7 +261,7 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
     bool alive = true;
     for (std::uint32_t level = 0; level < v.num_levels; ++level) {
       while (alive) {
-        const std::uint64_t t0 = protocol::now_ns();
+        const std::uint64_t t0 = traced ? protocol::now_ns() : 0; // the trace's claim_begin
         // Step 1: claim within the level.
         const detail::Claim c = detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
         if (c.tile == kNoTile)
@@ -269,7 +281,7 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
 
   // Dataflow modes: one pass over the global order; waits replace barriers.
   for (;;) {
-    const std::uint64_t t0 = protocol::now_ns();
+    const std::uint64_t t0 = traced ? protocol::now_ns() : 0; // the trace's claim_begin
     // Step 1: claim the next tile (topological order).
     const detail::Claim c = detail::claim(blk, cursor, 0, 0, v.num_tiles);
     if (c.tile == kNoTile)

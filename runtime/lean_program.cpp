@@ -49,9 +49,17 @@ program::TileInstr instr_of(const LoweredProgram& p, std::uint32_t tile, const s
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& p, const std::vector<void*>& bases) {
   std::vector<program::TileInstr> out;
   out.reserve(p.tiles.size());
-  for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
     out.push_back(instr_of(p, g, bases));
+    out.back().flags |= program::kCloseBarrier; // the block's next tile is not known
+  }
   return out;
+}
+
+bool needs_close_barrier(const program::TileInstr& tile, const program::TileInstr* next) {
+  if (tile.flags & (program::kSignalTiles | program::kSignalCounter | program::kPollInputs))
+    return true;
+  return next != nullptr && !(next->flags & program::kForwardInput);
 }
 
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& p, const std::vector<void*>& bases) {
@@ -59,6 +67,10 @@ std::vector<program::TileInstr> block_instrs(const LoweredProgram& p, const std:
   out.reserve(p.block_tiles.size());
   for (const std::uint32_t tile : p.block_tiles)
     out.push_back(instr_of(p, tile, bases));
+  for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b)
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i)
+      if (needs_close_barrier(out[i], i + 1 < p.block_begin[b + 1] ? &out[i + 1] : nullptr))
+        out[i].flags |= program::kCloseBarrier;
   return out;
 }
 

@@ -39,7 +39,17 @@ bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 
 // One instruction per global tile (dynamic claims), and one per static list entry in list order (static claims:
 // empty without lists). `bases[b]` is buffer b's address in the executor's memory.
+//
+// The closing barrier (kCloseBarrier): a lean tile's body has a block barrier between its loads and its stores (every
+// row op reduces across the block first), so the only reasons for another one at its end are a signal (the leader
+// publishes after every thread's stores), a poll that may have failed (the abort flag is read by all after a
+// barrier), and a next tile on the block that reads memory before its first barrier (one that is not forwarded, or
+// one claimed dynamically, which the block cannot know). Every other tile ends without one.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
+
+// Whether instruction `tile`, followed on its block's list by `next` (null: the list's last), needs the closing
+// barrier (above).
+bool needs_close_barrier(const program::TileInstr& tile, const program::TileInstr* next);
 
 } // namespace gridflow

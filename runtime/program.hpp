@@ -38,6 +38,7 @@ enum TaskFlag : std::uint32_t {
   kSignalCounter = 1u << 5,  // some consumer waits for the whole task: count completed tiles
   kForwardInput = 1u << 8,   // lean instructions only (TileInstr::flags): the tile's input is what the block's
                              // previous tile wrote, still in registers (on-chip forwarding)
+  kCloseBarrier = 1u << 9,   // lean instructions only: the tile ends with a block barrier (runtime/lean_program.hpp)
 };
 
 inline constexpr std::uint32_t kNoBuffer = 0xffffffffu;

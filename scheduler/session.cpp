@@ -5,6 +5,7 @@
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "runtime/lean_program.hpp"
 #include "scheduler/buffer_data.hpp"
 
 #include <fmt/format.h>
@@ -70,6 +71,21 @@ LoweringOptions lowering_options(const SessionOptions& o) {
   return lo;
 }
 
+// The most tiles any level of `p` has: how many blocks it can keep busy at once.
+std::uint32_t widest_level(const LoweredProgram& p) {
+  std::uint32_t widest = 0;
+  for (std::size_t l = 0; l + 1 < p.level_begin.size(); ++l)
+    widest = std::max(widest, p.level_begin[l + 1] - p.level_begin[l]);
+  return widest;
+}
+
+// With blocks_per_sm left to gridflow: a program for the lean megakernel on static lists whose every level fits one
+// block per SM runs on one block per SM, so no two of its busy blocks share an SM's schedulers.
+bool one_block_per_sm_suffices(const SessionOptions& o, const GpuShape& shape, const LoweredProgram& p) {
+  return o.blocks_per_sm == 0 && shape.blocks_per_sm > 1 && o.exec.lean_kernel && p.schedule == Schedule::static_list &&
+         lean_program(p, shape.threads_per_block) && widest_level(p) <= shape.sm_count;
+}
+
 } // namespace
 
 RunPlan plan_run(const Graph& graph, const SessionOptions& o) {
@@ -94,6 +110,11 @@ RunPlan plan_run(const Graph& graph, const SessionOptions& o) {
     device_free = probe_gpu().free_memory;
   }
   plan.program = lower(graph, plan.analysis, lo);
+  if (o.backend != Backend::cpu && one_block_per_sm_suffices(o, plan.shape, plan.program)) {
+    plan.shape = plan_gpu_shape(plan.shape.threads_per_block, 1);
+    lo.grid_blocks = plan.shape.grid_blocks;
+    plan.program = lower(graph, plan.analysis, lo);
+  }
   plan.memory = memory_needed(graph, plan.program, {o.backend == Backend::gpu, o.will_check, o.exec.trace});
   check_memory_budget(graph, plan.memory, o.max_memory, host_memory_available(), device_free);
   return plan;

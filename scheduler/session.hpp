@@ -32,7 +32,7 @@ struct SessionOptions {
   Schedule schedule = Schedule::automatic;
   std::uint32_t cpu_workers = 0;         // CPU: 0 = hardware threads, at least 2
   std::uint32_t threads_per_block = 256; // GPU
-  std::uint32_t blocks_per_sm = 0;       // GPU: 0 = default (gpu_executor.hpp)
+  std::uint32_t blocks_per_sm = 0;       // GPU: 0 = default (gpu_executor.hpp; 1 where it suffices: session.cpp)
   bool per_tile_deps = true;
   bool forward = true; // static schedule: on-chip forwarding of rows (LoweringOptions::forward)
   TilePolicy tiles;

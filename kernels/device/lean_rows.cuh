@@ -7,7 +7,8 @@
 // Layout (every function below): thread t holds, for pass v < kLeanVecs, the row's elements 4 * (v * THREADS + t) + k,
 // k < 4. Elements past the row's end hold padding the op ignores. Every function is called by all threads of the
 // block with the same arguments and returns the same value in all; block reductions use `s` and one barrier each,
-// alternating its two halves, so two consecutive reductions never race and a caller needs no barrier between them.
+// alternating its two halves (`half`, which the caller keeps across tiles), so two consecutive reductions never race
+// and a caller needs no barrier between them, within a tile or across tiles.
 #pragma once
 
 #include "kernels/device/access.cuh"
@@ -30,9 +31,33 @@ struct LeanRow {
 
 template <int THREADS> struct LeanStorage {
   static constexpr int kWarps = THREADS / 32;
-  std::uint32_t word[2][kWarps];
+  static_assert(kWarps % 4 == 0, "the warps' words are read four at a time");
+  alignas(16) std::uint32_t word[2][kWarps];
   long long index[2][kWarps]; // argmax
 };
+
+// Every thread: the kWarps words of s.word[half], read 16 bytes at a time (broadcast loads).
+template <int THREADS, class T>
+__device__ __forceinline__ void lean_warp_words(const LeanStorage<THREADS>& s, int half,
+                                                T (&y)[LeanStorage<THREADS>::kWarps]) {
+  const uint4* q = reinterpret_cast<const uint4*>(s.word[half]);
+#pragma unroll
+  for (int i = 0; i < LeanStorage<THREADS>::kWarps / 4; ++i) {
+    const uint4 w = q[i];
+    y[4 * i] = cuda::std::bit_cast<T>(w.x), y[4 * i + 1] = cuda::std::bit_cast<T>(w.y);
+    y[4 * i + 2] = cuda::std::bit_cast<T>(w.z), y[4 * i + 3] = cuda::std::bit_cast<T>(w.w);
+  }
+}
+
+// The pairwise fold of y[0, N) (N a power of two): ((y0 y1) (y2 y3)) ..., the same order in every thread.
+template <int N, class T, class Op> __device__ __forceinline__ T lean_tree_fold(T (&y)[N], Op op) {
+#pragma unroll
+  for (int step = 1; step < N; step *= 2)
+#pragma unroll
+    for (int i = 0; i + step < N; i += 2 * step)
+      y[i] = op(y[i], y[i + step]);
+  return y[0];
+}
 
 template <class T> __device__ __forceinline__ T lean_get(const LeanRow& r, int v, int k) {
   return cuda::std::bit_cast<T>(r.w[v][k]);
@@ -90,7 +115,7 @@ __device__ __forceinline__ void lean_store(const LeanRow& r, T* y, int n, Store 
 }
 
 // Block all-reduce of one value per thread: a butterfly within each warp, the warps' values exchanged through
-// s.word[half], then a butterfly over them (warp w's value at lanes = w mod kWarps): every thread gets the same bits.
+// s.word[half], then every thread folds them in the same pairwise order: every thread gets the same bits.
 template <int THREADS, class T, class Op>
 __device__ __forceinline__ T lean_allreduce(T x, Op op, LeanStorage<THREADS>& s, int& half) {
   constexpr int kWarps = LeanStorage<THREADS>::kWarps;
@@ -100,12 +125,10 @@ __device__ __forceinline__ T lean_allreduce(T x, Op op, LeanStorage<THREADS>& s,
   if (lane == 0)
     s.word[half][warp] = cuda::std::bit_cast<std::uint32_t>(x);
   __syncthreads();
-  T y = cuda::std::bit_cast<T>(s.word[half][lane & (kWarps - 1)]);
-#pragma unroll
-  for (int k = kWarps / 2; k > 0; k >>= 1)
-    y = op(y, __shfl_xor_sync(0xffffffffu, y, k));
+  T y[kWarps];
+  lean_warp_words<THREADS>(s, half, y);
   half ^= 1;
-  return y;
+  return lean_tree_fold(y, op);
 }
 
 template <int THREADS>
@@ -153,12 +176,22 @@ __device__ __forceinline__ LeanRow lean_softmax(const LeanRow& x, int n, bool lo
       sum += e;
     }
   sum = lean_allreduce<THREADS>(sum, Sum{}, s, half);
-  const float scale = 1.0f / sum, log_sum = logf(sum);
+  // Only the normalizer the op needs: the log of the sum (log-softmax) or its correctly rounded reciprocal.
+  if (log) {
+    const float log_sum = logf(sum);
 #pragma unroll
-  for (int v = 0; v < kLeanVecs; ++v)
+    for (int v = 0; v < kLeanVecs; ++v)
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      lean_set(y, v, k, log ? (lean_get<float>(x, v, k) - m) - log_sum : lean_get<float>(y, v, k) * scale);
+      for (int k = 0; k < 4; ++k)
+        lean_set(y, v, k, (lean_get<float>(x, v, k) - m) - log_sum);
+  } else {
+    const float scale = __frcp_rn(sum);
+#pragma unroll
+    for (int v = 0; v < kLeanVecs; ++v)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        lean_set(y, v, k, lean_get<float>(y, v, k) * scale);
+  }
   return y;
 }
 
@@ -189,13 +222,14 @@ __device__ __forceinline__ LeanRow lean_scan(const LeanRow& x, int n, bool exclu
     if (lane == 31)
       s.word[half][warp] = cuda::std::bit_cast<std::uint32_t>(warp_incl);
     __syncthreads();
+    T words[kWarps];
+    lean_warp_words<THREADS>(s, half, words);
     T warp_prefix = identity, total = identity;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      const T t = cuda::std::bit_cast<T>(s.word[half][w]);
       if (w < warp)
-        warp_prefix = op(warp_prefix, t);
-      total = op(total, t);
+        warp_prefix = op(warp_prefix, words[w]);
+      total = op(total, words[w]);
     }
     half ^= 1;
     const T prefix = op(carry, op(warp_prefix, thread_excl));

@@ -47,7 +47,7 @@ public:
     d_table_ = DeviceBuffer::of(table);
     // A program of lean row tiles also gets the lean megakernel's instructions (addresses resolved here).
     if (lean_program(p_, shape_.threads_per_block)) {
-      lean_entry_ = lean_megakernel_entry_for(shape_.threads_per_block);
+      lean_entry_ = lean_megakernel_entry_for(shape_.threads_per_block, p_.mode == SyncMode::sentinel);
       int per_sm = 0; // co-resident at this shape (it is: fewer registers and shared memory than the general one)
       GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lean_entry_,
                                                                         static_cast<int>(shape_.threads_per_block), 0));
@@ -74,10 +74,9 @@ public:
   const LoweredProgram& program() const override { return p_; }
 
   std::string describe() const override {
-    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {}", device_.name, shape_.grid_blocks,
-                       shape_.blocks_per_sm, shape_.threads_per_block,
-                       lean_entry_ != nullptr ? std::string("lean megakernel")
-                                              : fmt::format("{} KB copy ring", ring_bytes_ / 1024));
+    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {} KB copy ring{}", device_.name,
+                       shape_.grid_blocks, shape_.blocks_per_sm, shape_.threads_per_block, ring_bytes_ / 1024,
+                       lean_entry_ != nullptr ? ", lean megakernel" : "");
   }
 
   void upload(std::uint32_t buffer, const HostTensor& data) override {

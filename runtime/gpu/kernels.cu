@@ -41,9 +41,19 @@ const void* task_kernel_entry_for(std::uint32_t threads) {
   return pick<task_kernel_entry<128>, task_kernel_entry<256>, task_kernel_entry<512>, task_kernel_entry<1024>>(threads);
 }
 
-const void* lean_megakernel_entry_for(std::uint32_t threads) {
-  return pick<lean_megakernel_entry<128>, lean_megakernel_entry<256>, lean_megakernel_entry<512>,
-              lean_megakernel_entry<1024>>(threads);
+const void* lean_megakernel_entry_for(std::uint32_t threads, bool sentinel) {
+  switch (threads) {
+  case 128:
+    return lean_megakernel_entry<128>(sentinel);
+  case 256:
+    return lean_megakernel_entry<256>(sentinel);
+  case 512:
+    return lean_megakernel_entry<512>(sentinel);
+  case 1024:
+    return lean_megakernel_entry<1024>(sentinel);
+  default:
+    return nullptr;
+  }
 }
 
 const void* megakernel_entry_for(std::uint32_t threads) {

@@ -1,10 +1,13 @@
 // The lean megakernel: the interpreter loop (runtime/interpreter.hpp) over programs whose every task runs as lean row
-// tiles (runtime/lean_program.hpp), with LeanBlock as its Block policy. A tile is one 64-byte instruction loaded by
-// every thread into registers (the static list's next one prefetched while this tile runs), so nothing is staged in
-// shared memory, no barrier opens a tile without dependencies, and the body starts from registers; a row whose tile
-// is forwarded (kForwardInput) is taken from the registers the block's previous tile left it in. The same protocol,
-// sync modes, watchdog, traces and errors as the general megakernel, and the same lean bodies for these tiles
-// (runtime/gpu/lean_ops.cuh), so both kernels give the same bits.
+// tiles (runtime/lean_program.hpp), with LeanBlock as its Block policy. A tile is one 64-byte instruction. With static
+// lists the copy engine brings the block's instructions into a ring of four shared-memory slots two tiles ahead
+// (cp.async), each one waited for a tile before it is needed and published by a barrier the block passes anyway, so
+// claiming a tile reads shared memory and waits for nothing; with dynamic claims the claimed tile's instruction is
+// loaded into registers after the claim. Nothing is staged by warps, no barrier opens a tile
+// without dependencies, the task's flags come with the instruction, a row whose tile is forwarded (kForwardInput) is
+// taken from the registers the block's previous tile left it in, and a tile ends with a block barrier only where its
+// instruction says one is needed (kCloseBarrier). The same protocol, sync modes, watchdog, traces and errors as the
+// general megakernel, and the same lean bodies for these tiles (runtime/gpu/lean_ops.cuh): the same bits.
 #pragma once
 
 #include "runtime/gpu/device_access.cuh"
@@ -13,82 +16,144 @@
 #include "runtime/lean_program.hpp"
 
 #include <cooperative_groups.h>
+#include <cuda/std/bit>
 
 namespace gridflow::gpu {
 
 template <int THREADS> struct LeanShared {
+  program::TileInstr instr[4]; // static lists: the block's entry i in instr[i % 4] (LeanBlock::claim_listed)
   kernels::LeanStorage<THREADS> rows;
   TileSite site[THREADS / 32]; // per warp: where a failed poll of a sentinel-mode input is recorded
   std::uint32_t slots[2];      // leader -> block broadcast (ping-pong)
   int abort;                   // set by a thread whose poll failed inside a body
 };
 
-template <int THREADS> class LeanBlock {
+// The block's shared storage: one static __shared__ object per block size, named here rather than held by reference,
+// so every access is a shared-memory access (LDS/STS), not a generic one through a pointer.
+template <int THREADS> __device__ __forceinline__ LeanShared<THREADS>& lean_shared() {
+  __shared__ LeanShared<THREADS> storage;
+  return storage;
+}
+
+// Threads 0-3: one copy group that brings instruction `src` (64 bytes, 16 each) into `dst` with the copy engine, or an
+// empty group when `src` is null, so the groups count list entries.
+__device__ __forceinline__ void copy_instr_async(program::TileInstr* dst, const program::TileInstr* src) {
+  if (threadIdx.x < 4) {
+    if (src != nullptr) {
+      const auto d =
+          static_cast<std::uint32_t>(__cvta_generic_to_shared(reinterpret_cast<char*>(dst) + 16 * threadIdx.x));
+      const char* g = reinterpret_cast<const char*>(src) + 16 * threadIdx.x;
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(g) : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+}
+
+// Threads 0-3: wait until at most N of their copy groups are still in flight (the latest N).
+template <int N> __device__ __forceinline__ void copy_instr_wait() {
+  if (threadIdx.x < 4)
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Instruction `p`, read-only for the whole run, into registers: four 16-byte loads through the read-only path.
+__device__ __forceinline__ program::TileInstr load_instr(const program::TileInstr* p) {
+  struct Words {
+    uint4 w[4];
+  };
+  const uint4* q = reinterpret_cast<const uint4*>(p);
+  const Words words{{__ldg(q), __ldg(q + 1), __ldg(q + 2), __ldg(q + 3)}};
+  return cuda::std::bit_cast<program::TileInstr>(words);
+}
+
+// Every member is force-inlined: interpret() and the body then compile into one function whose state stays in
+// registers (a call would put the block object and its forwarded row in local memory).
+template <int THREADS, bool SENTINEL> class LeanBlock {
 public:
-  __device__ LeanBlock(const program::ProgramView& v, const program::RunParams& r, LeanShared<THREADS>& s)
-      : v_(v), r_(r), s_(s) {
+  // Static lists: starts copying the block's first two instructions and waits for the first (the kernel's opening
+  // barrier publishes it).
+  __device__ __forceinline__ LeanBlock(const program::ProgramView& v, const program::RunParams& r) : v_(v), r_(r) {
     if (v_.block_begin != nullptr) {
       pos_ = v_.block_begin[blockIdx.x];
       end_ = v_.block_begin[blockIdx.x + 1];
-      if (pos_ < end_)
-        next_ = v_.block_instrs[pos_];
+      copy_entry(pos_);
+      copy_entry(pos_ + 1);
+      copy_instr_wait<1>();
     }
   }
 
-  __device__ const program::ProgramView& view() const { return v_; }
-  __device__ const program::RunParams& params() const { return r_; }
-  __device__ std::uint32_t index() const { return blockIdx.x; }
-  __device__ bool is_leader() const { return threadIdx.x == 0; }
-  __device__ void sync() const { __syncthreads(); }
-  __device__ void ready() const {} // the instruction is in every thread's registers
+  __device__ __forceinline__ const program::ProgramView& view() const { return v_; }
+  __device__ __forceinline__ const program::RunParams& params() const { return r_; }
+  __device__ __forceinline__ std::uint32_t index() const { return blockIdx.x; }
+  __device__ __forceinline__ bool is_leader() const { return threadIdx.x == 0; }
+  __device__ __forceinline__ void sync() const { __syncthreads(); }
+  __device__ __forceinline__ void ready() const {} // nothing was staged
 
-  __device__ std::uint32_t share(std::uint32_t value) {
+  __device__ __forceinline__ std::uint32_t share(std::uint32_t value) {
+    LeanShared<THREADS>& s = lean_shared<THREADS>();
     const std::uint32_t slot = turn_;
     turn_ ^= 1u;
     if (threadIdx.x == 0)
-      s_.slots[slot] = value;
+      s.slots[slot] = value;
     __syncthreads();
-    return s_.slots[slot];
+    return s.slots[slot];
   }
 
-  __device__ std::uint32_t smid() const {
+  __device__ __forceinline__ std::uint32_t smid() const {
     std::uint32_t id;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
     return id;
   }
 
-  // The claimed tile's instruction: the static list's next entry (loaded a tile ahead; the next one is loaded now,
-  // its latency hidden by this tile), or the dynamic claim's tile.
-  __device__ void stage(std::uint32_t tile, const program::TileDesc&, std::uint32_t) {
-    if (v_.block_begin != nullptr) {
-      cur_ = next_;
-      if (++pos_ < end_)
-        next_ = v_.block_instrs[pos_];
-    } else {
-      cur_ = v_.tile_instrs[tile];
-    }
+  // Static lists (interpreter.hpp: claim): the block's next entry, from its slot, when it is below `last`. Then the
+  // entry two ahead starts copying into the slot the entry two behind left (every thread read that one before the
+  // barriers of two tiles), and the entry one ahead, copied a tile ago, is waited for: this tile's body has a block
+  // barrier (every lean body has one), which publishes it before the next claim.
+  __device__ __forceinline__ program::detail::Claim claim_listed(std::uint32_t last) {
+    program::detail::Claim c;
+    if (pos_ >= end_)
+      return c;
+    const program::TileInstr& in = lean_shared<THREADS>().instr[pos_ % 4];
+    const std::uint32_t tile = in.tile;
+    if (tile >= last && tile < v_.num_tiles)
+      return c; // a later level's
+    c.tile = tile;
+    c.desc = program::TileDesc{in.task, 0, in.dep_first, in.dep_count};
+    cur_ = in;
+    copy_entry(pos_ + 2);
+    copy_instr_wait<1>();
+    ++pos_;
+    return c;
   }
 
-  __device__ std::uint32_t signal_flags(std::uint32_t) const { return cur_.flags; }
+  // Dynamic claims: the claimed tile's instruction, into registers.
+  __device__ __forceinline__ void stage(std::uint32_t tile, const program::TileDesc&, std::uint32_t) {
+    if (v_.block_begin == nullptr)
+      cur_ = load_instr(&v_.tile_instrs[tile]);
+  }
 
-  // Every thread; ends with a block barrier after every store, so the leader may signal at once.
-  __device__ bool execute(std::uint32_t tile) {
+  __device__ __forceinline__ std::uint32_t signal_flags(std::uint32_t) const { return cur_.flags; }
+
+  // Every thread. Ends with a block barrier after every store where the instruction asks for one (kCloseBarrier: set
+  // by the host wherever the tile signals or polls, or the block's next tile reads memory), so the leader may signal
+  // at once.
+  __device__ __forceinline__ bool execute(std::uint32_t tile) {
+    LeanShared<THREADS>& s = lean_shared<THREADS>();
     const program::TileInstr& in = cur_;
-    if (in.tile != tile || in.in == 0 || in.out == 0) { // a list entry out of step with its instruction, a bad buffer
+    if (in.tile != tile || in.in == 0 || in.out == 0) { // an entry out of step with its instruction, a bad buffer
       if (threadIdx.x == 0)
         program::raise_bad_descriptor(v_, blockIdx.x, tile,
                                       static_cast<std::uint32_t>(program::DescriptorField::buffer));
       return false;
     }
     const TileSite* site = nullptr;
-    if (in.flags & program::kPollInputs) {
+    if (SENTINEL && (in.flags & program::kPollInputs)) {
       const unsigned warp = threadIdx.x / 32;
       if ((threadIdx.x & 31) == 0)
-        s_.site[warp] = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v_.state), r_.timeout_ns,
-                                                    blockIdx.x, tile, in.task, r_.pacing},
-                                 in.task, &s_.abort};
+        s.site[warp] = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v_.state), r_.timeout_ns,
+                                                   blockIdx.x, tile, in.task, r_.pacing},
+                                in.task, &s.abort};
       __syncwarp();
-      site = &s_.site[warp];
+      site = &s.site[warp];
     }
     const LeanTile t{in.opcode,
                      in.fn,
@@ -99,12 +164,19 @@ public:
                      static_cast<int>(in.rows),
                      static_cast<int>(in.cols),
                      static_cast<int>(in.out_stride)};
-    lean_tile<THREADS>(t, site, s_.rows, &forward_);
+    lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_);
+    if (!(in.flags & program::kCloseBarrier))
+      return true; // no poll (else the barrier is asked for), so no abort from this body
     __syncthreads();
-    return s_.abort == 0;
+    return !SENTINEL || s.abort == 0;
   }
 
-  __device__ void fill_sentinels() const {
+  // The copy of list entry i (a list position) into its slot; an empty group past the list's end.
+  __device__ __forceinline__ void copy_entry(std::uint32_t i) {
+    copy_instr_async(&lean_shared<THREADS>().instr[i % 4], i < end_ ? &v_.block_instrs[i] : nullptr);
+  }
+
+  __device__ __forceinline__ void fill_sentinels() const {
     const long long stride = static_cast<long long>(gridDim.x) * THREADS;
     for (std::uint32_t b = 0; b < v_.num_buffers; ++b) {
       const long long n = v_.sentinel_ranges[2 * b + 1];
@@ -114,7 +186,7 @@ public:
     }
   }
 
-  __device__ bool level_barrier(std::uint64_t generation) {
+  __device__ __forceinline__ bool level_barrier(std::uint64_t generation) {
     if (static_cast<SyncMode>(v_.mode) == SyncMode::grid_sync) {
       cooperative_groups::this_grid().sync();
       return true;
@@ -133,23 +205,25 @@ public:
 private:
   const program::ProgramView& v_;
   const program::RunParams& r_;
-  LeanShared<THREADS>& s_;
   std::uint32_t turn_ = 0;
-  std::uint32_t pos_ = 0, end_ = 0; // static list: the next entry to stage, and the list's end
-  program::TileInstr cur_{}, next_{};
-  kernels::LeanRow forward_{}; // the last tile's output row (on-chip forwarding)
+  std::uint32_t pos_ = 0, end_ = 0; // static list: the next entry, and the list's end
+  int half_ = 0;                    // the half of the reduction storage the next block reduction uses
+  program::TileInstr cur_{};        // the running tile's instruction
+  kernels::LeanRow forward_{};      // the last tile's output row (on-chip forwarding)
 };
 
-template <int THREADS>
+// SENTINEL: the kernel for programs in sentinel mode (polled inputs, canonical outputs); the other modes' kernel has
+// plain accesses only.
+template <int THREADS, bool SENTINEL>
 __global__ void __launch_bounds__(THREADS, THREADS >= 512 ? 1 : 512 / THREADS)
     lean_megakernel(const __grid_constant__ program::ProgramView view,
                     const __grid_constant__ program::RunParams params) {
-  __shared__ LeanShared<THREADS> shared;
   if (threadIdx.x == 0)
-    shared.abort = 0;
-  __syncthreads();
-  LeanBlock<THREADS> block(view, params, shared);
+    lean_shared<THREADS>().abort = 0;
+  LeanBlock<THREADS, SENTINEL> block(view, params);
+  __syncthreads(); // the abort flag and the first instruction
   program::interpret(block);
+  copy_instr_wait<0>(); // no copy may still be writing shared memory when the block exits
 }
 
 } // namespace gridflow::gpu

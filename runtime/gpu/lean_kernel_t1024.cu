@@ -4,8 +4,9 @@
 
 namespace gridflow::gpu {
 
-template <> const void* lean_megakernel_entry<1024>() {
-  return reinterpret_cast<const void*>(&lean_megakernel<1024>);
+template <> const void* lean_megakernel_entry<1024>(bool sentinel) {
+  return sentinel ? reinterpret_cast<const void*>(&lean_megakernel<1024, true>)
+                  : reinterpret_cast<const void*>(&lean_megakernel<1024, false>);
 }
 
 } // namespace gridflow::gpu

@@ -4,8 +4,9 @@
 
 namespace gridflow::gpu {
 
-template <> const void* lean_megakernel_entry<128>() {
-  return reinterpret_cast<const void*>(&lean_megakernel<128>);
+template <> const void* lean_megakernel_entry<128>(bool sentinel) {
+  return sentinel ? reinterpret_cast<const void*>(&lean_megakernel<128, true>)
+                  : reinterpret_cast<const void*>(&lean_megakernel<128, false>);
 }
 
 } // namespace gridflow::gpu

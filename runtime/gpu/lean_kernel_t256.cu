@@ -4,8 +4,9 @@
 
 namespace gridflow::gpu {
 
-template <> const void* lean_megakernel_entry<256>() {
-  return reinterpret_cast<const void*>(&lean_megakernel<256>);
+template <> const void* lean_megakernel_entry<256>(bool sentinel) {
+  return sentinel ? reinterpret_cast<const void*>(&lean_megakernel<256, true>)
+                  : reinterpret_cast<const void*>(&lean_megakernel<256, false>);
 }
 
 } // namespace gridflow::gpu

@@ -4,8 +4,9 @@
 
 namespace gridflow::gpu {
 
-template <> const void* lean_megakernel_entry<512>() {
-  return reinterpret_cast<const void*>(&lean_megakernel<512>);
+template <> const void* lean_megakernel_entry<512>(bool sentinel) {
+  return sentinel ? reinterpret_cast<const void*>(&lean_megakernel<512, true>)
+                  : reinterpret_cast<const void*>(&lean_megakernel<512, false>);
 }
 
 } // namespace gridflow::gpu

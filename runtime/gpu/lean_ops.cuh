@@ -36,14 +36,14 @@ __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
 
 // Every thread. Runs lean tile `t` of opcode OP (element type T, scans by ScanOp) under one pair of access policies.
 // `forward` (may be null): on entry, when t.flags has kForwardInput, row 0's input as the block's previous tile left
-// it; on return, the tile's last output row as memory holds it (ops that write whole rows). Ends without a barrier:
-// the caller's follows.
+// it; on return, the tile's last output row as memory holds it (ops that write whole rows). `half`: the half of `s`
+// the next block reduction uses (kernels/device/lean_rows.cuh), kept by the caller across tiles. Every row's stores
+// follow a block barrier after its loads; the tile ends without one (the caller adds it where needed).
 template <int THREADS, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store store,
-                                             kernels::LeanStorage<THREADS>& s, kernels::LeanRow* forward) {
+                                             kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
-  int half = 0;
   for (int row = 0; row < t.rows; ++row) {
     kernels::LeanRow x;
     if (row == 0 && forward != nullptr && (t.flags & program::kForwardInput))
@@ -72,40 +72,46 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
 
 template <int THREADS, class Load, class Store>
 __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Store store,
-                                               kernels::LeanStorage<THREADS>& s, kernels::LeanRow* forward) {
+                                               kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   using program::Opcode;
   const bool i32 = t.dtype == static_cast<std::uint32_t>(DType::i32);
   const bool max = t.fn == static_cast<std::uint32_t>(ScanFn::max);
   switch (static_cast<Opcode>(t.opcode)) {
   case Opcode::softmax_rows:
-    lean_rows_as<THREADS, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, forward);
+    lean_rows_as<THREADS, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
   case Opcode::scan_rows:
     if (i32)
-      max ? lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Max>(t, load, store, s, forward)
-          : lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Sum>(t, load, store, s, forward);
+      max ? lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Max>(t, load, store, s, half, forward)
+          : lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Sum>(t, load, store, s, half, forward);
     else
-      max ? lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, forward)
-          : lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, forward);
+      max ? lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward)
+          : lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
   default: // reduce_rows
-    i32 ? lean_rows_as<THREADS, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, forward)
-        : lean_rows_as<THREADS, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, forward);
+    i32 ? lean_rows_as<THREADS, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, half, forward)
+        : lean_rows_as<THREADS, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, half, forward);
   }
 }
 
-// The lean megakernel's dispatch: tile `t` under its sync mode's access policies (polled inputs in sentinel mode,
-// canonical outputs for sentinel outputs, as its flags say); `site` is where a failed poll is recorded.
-template <int THREADS>
+// The lean megakernel's dispatch: tile `t` under its sync mode's access policies; `site` is where a failed poll is
+// recorded. SENTINEL (a program in sentinel mode): polled inputs and canonical outputs as the tile's flags say; else
+// plain loads and stores only, so the other mode's kernel carries no policy code it never runs.
+template <int THREADS, bool SENTINEL>
 __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* site, kernels::LeanStorage<THREADS>& s,
-                                          kernels::LeanRow* forward) {
-  const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
-  if (poll)
-    canonical ? lean_tile_with<THREADS>(t, PollLoad{site}, CanonicalStore{}, s, forward)
-              : lean_tile_with<THREADS>(t, PollLoad{site}, kernels::PlainStore{}, s, forward);
-  else
-    canonical ? lean_tile_with<THREADS>(t, kernels::PlainLoad{}, CanonicalStore{}, s, forward)
-              : lean_tile_with<THREADS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, forward);
+                                          int& half, kernels::LeanRow* forward) {
+  if constexpr (SENTINEL) {
+    const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
+    if (poll)
+      canonical ? lean_tile_with<THREADS>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
+    else
+      canonical ? lean_tile_with<THREADS>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+  } else {
+    (void)site;
+    lean_tile_with<THREADS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+  }
 }
 
 } // namespace gridflow::gpu

@@ -1,6 +1,7 @@
 // The lean megakernel (runtime/gpu/lean_kernel.cuh) and the lean row bodies both megakernels run: the same bits as
 // the general megakernel in every sync mode and schedule, with on-chip forwarding on and off, at two block sizes;
 // passing the float64 check; complete traces; the watchdog.
+#include "runtime/device.hpp"
 #include "runtime/errors.hpp"
 #include "tests/common/run_checks.hpp"
 #include "tests/device/gpu_fixture.hpp"
@@ -109,6 +110,8 @@ TEST_F(GpuLean, RowChainsRunOnTheLeanKernelWithForwarding) {
   }
   Session s(g, gpu_options(SyncMode::flags));
   EXPECT_EQ(s.program().schedule, Schedule::static_list); // what auto picks for row graphs
+  // 16 rows per level: one block per SM is all the program can use, so that is what it gets (the default is 2).
+  EXPECT_EQ(s.program().grid_blocks, static_cast<std::uint32_t>(probe_gpu().sm_count)) << s.describe();
   const RunResult r = s.run();
   EXPECT_TRUE(r.lean_kernel);
   EXPECT_TRUE(s.check().passed) << s.check().summary();
@@ -120,6 +123,18 @@ TEST_F(GpuLean, RowChainsRunOnTheLeanKernelWithForwarding) {
     s.run();
     EXPECT_TRUE(s.check().passed) << "run " << i;
   }
+}
+
+// A level wider than the SMs keeps the default two blocks per SM.
+TEST_F(GpuLean, WideRowProgramsKeepTwoBlocksPerSm) {
+  Graph g("wide");
+  g.add_buffer("x", DType::f32, {1024, 1024}, InitUniform{-2, 2, 6});
+  g.add_buffer("y", DType::f32, {1024, 1024});
+  g.softmax("s", "x", "y");
+  Session s(g, gpu_options(SyncMode::flags));
+  EXPECT_EQ(s.program().grid_blocks, 2u * static_cast<std::uint32_t>(probe_gpu().sm_count)) << s.describe();
+  EXPECT_TRUE(s.run().lean_kernel);
+  EXPECT_TRUE(s.check().passed) << s.check().summary();
 }
 
 TEST_F(GpuLean, WatchdogStopsALostSignal) {

@@ -1,4 +1,5 @@
 // Lowering: tiling policy, dependency lowering per mode, levels, arena layout, static schedules.
+#include "runtime/lean_program.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/analysis.hpp"
@@ -481,6 +482,55 @@ TEST(Lowering, ForwardingOnlyFromTheOneProducerOfTheRow) {
   for (std::uint32_t t = 0; t < p.tiles.size(); ++t)
     b_forwarded += p.forwarded[t] && task_of(t) == "b";
   EXPECT_EQ(b_forwarded, 4u); // every row of b runs right after its row of a
+}
+
+// The lean instructions end a tile with a block barrier only where something needs it: a row chain's tiles are
+// followed on their block by forwarded tiles and signal nothing, so none does; a tile that signals does, and so does
+// one whose block's next tile reads memory; the dynamic instructions always do.
+TEST(Lowering, LeanTilesCloseWithABarrierOnlyWhereNeeded) {
+  const LoweredProgram chain = lower_graph(softmax_row_chain(6), SyncMode::flags, 132, Schedule::static_list);
+  const std::vector<void*> bases(chain.buffers.size(), reinterpret_cast<void*>(std::uintptr_t{4096}));
+  for (const program::TileInstr& in : block_instrs(chain, bases))
+    EXPECT_EQ(in.flags & program::kCloseBarrier, 0u) << "tile " << in.tile;
+  for (const program::TileInstr& in : tile_instrs(chain, bases))
+    EXPECT_NE(in.flags & program::kCloseBarrier, 0u) << "tile " << in.tile;
+
+  program::TileInstr tile, next;
+  EXPECT_FALSE(needs_close_barrier(tile, nullptr));
+  next.flags = program::kForwardInput;
+  EXPECT_FALSE(needs_close_barrier(tile, &next));
+  next.flags = 0; // reads its input from memory before its first barrier
+  EXPECT_TRUE(needs_close_barrier(tile, &next));
+  next.flags = program::kForwardInput;
+  for (const std::uint32_t flag : {program::kSignalTiles, program::kSignalCounter, program::kPollInputs}) {
+    tile.flags = flag;
+    EXPECT_TRUE(needs_close_barrier(tile, &next)) << flag;
+    EXPECT_TRUE(needs_close_barrier(tile, nullptr)) << flag;
+  }
+
+  // A graph whose rows change blocks between ops (fewer blocks than rows, a reduce in between): every instruction
+  // agrees with the rule on its block's list.
+  Graph g("mix");
+  g.add_buffer("x", DType::f32, {8, 256}, InitUniform{-1, 1, 3});
+  g.add_buffer("y", DType::f32, {8, 256});
+  g.add_buffer("z", DType::f32, {8, 256});
+  g.add_buffer("r", DType::f32, {8});
+  g.softmax("a", "x", "y");
+  g.scan("b", "y", "z", ScanFn::sum, false, Axis::row);
+  g.reduce("c", "y", "r", ReduceFn::max, Axis::row);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 3, Schedule::static_list);
+  const std::vector<program::TileInstr> ins = block_instrs(p, bases);
+  ASSERT_EQ(ins.size(), p.block_tiles.size());
+  std::size_t closed = 0;
+  for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) {
+      const bool last = i + 1 == p.block_begin[b + 1];
+      const bool want = (ins[i].flags & (program::kSignalTiles | program::kSignalCounter)) != 0 ||
+                        (!last && !(ins[i + 1].flags & program::kForwardInput));
+      EXPECT_EQ((ins[i].flags & program::kCloseBarrier) != 0, want) << "entry " << i;
+      closed += want;
+    }
+  EXPECT_GT(closed, 0u); // c reads y from memory after b on some block
 }
 
 } // namespace

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call over a carried tree (scripts/build-for-device.sh, packed as devtree.tar.xz): the chain and pattern
+# benchmarks against the lean baselines, the GPU tests, and the set-up probe, into OUTDIR.
+#   scripts/device-lean-run.sh OUTDIR [chain,patterns,tests,deps,sanitize]
+set -uo pipefail
+out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
+stages=${2:-deps,chain,patterns,tests}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+[ -d devtree ] || tar xJf devtree.tar.xz
+export LD_LIBRARY_PATH="$PWD/devtree/lib:$PWD/devtree/runtime${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH=/usr/local/cuda/bin:$PATH
+has() { [[ ",$stages," == *",$1,"* ]]; }
+note() { printf '%-20s %s\n' "$1" "$2" | tee -a "$out/summary.txt"; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$out/machine.txt" 2>&1
+note build "$(head -1 devtree/BUILD_INFO | cut -c1-12)"
+if has deps; then
+  t0=$(date +%s.%N)
+  (source scripts/deps.sh && echo "deps: nothing to install") >"$out/deps.log" 2>&1
+  note deps "rc=$? $(tail -1 "$out/deps.log") ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+fi
+if has chain; then
+  timeout 200 devtree/bench/gridflow_bench_chain --quick --json "$out/chain.json" >"$out/chain.log" 2>&1
+  note chain "rc=$?"
+fi
+if has patterns; then
+  timeout 200 devtree/bench/gridflow_bench_patterns --quick --json "$out/patterns.json" >"$out/patterns.log" 2>&1
+  note patterns "rc=$?"
+fi
+if has tests; then
+  GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-20} timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-300}" \
+    devtree/tests/gridflow_device_tests --gtest_brief=1 >"$out/gpu-tests.log" 2>&1
+  note tests "rc=$? $(grep -E '^\[  (PASSED|FAILED)|tests? from .* ran' "$out/gpu-tests.log" | tr '\n' ' ')"
+fi
+if has sanitize; then
+  GRIDFLOW_PREBUILT=devtree scripts/gpu-check.sh "$out/check" sanitize >/dev/null 2>&1
+  cat "$out/check/summary.txt" >>"$out/summary.txt"
+fi
+cat "$out/summary.txt"
