@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/device.hpp"
+#include "scheduler/build_info.hpp"
 #include "scheduler/session.hpp"
 
 #include <nlohmann/json.hpp>
@@ -77,7 +78,7 @@ struct Args {
   bool runs(const std::string& section) const { return only.empty() || section.find(only) != std::string::npos; }
 };
 
-// Rows of results, written as {"benchmark", "date", "gpu", "rows": [...]}.
+// Rows of results, written as {"gridflow": {version, commit}, "benchmark", "date", "gpu", "rows": [...]}.
 class Report {
 public:
   Report(std::string name, std::string gpu) : name_(std::move(name)), gpu_(std::move(gpu)) {}
@@ -89,7 +90,8 @@ public:
     char date[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    nlohmann::json doc = {{"benchmark", name_}, {"date", date}, {"gpu", gpu_}, {"rows", rows_}};
+    nlohmann::json doc = {
+        {"gridflow", build_info_json()}, {"benchmark", name_}, {"date", date}, {"gpu", gpu_}, {"rows", rows_}};
     std::ofstream(path) << doc.dump(1) << "\n";
   }
 

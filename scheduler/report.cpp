@@ -1,6 +1,7 @@
 #include "scheduler/report.hpp"
 
 #include "runtime/errors.hpp"
+#include "scheduler/build_info.hpp"
 
 #include <fmt/format.h>
 
@@ -114,7 +115,7 @@ nlohmann::json profile_json(const std::string& graph, const std::string& device,
     }
     rows.push_back(std::move(r));
   }
-  return {{"graph", graph}, {"device", device}, {"entries", rows}};
+  return {{"gridflow", build_info_json()}, {"graph", graph}, {"device", device}, {"entries", rows}};
 }
 
 std::string profile_csv(const std::vector<ProfileEntry>& entries) {

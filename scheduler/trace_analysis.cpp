@@ -1,6 +1,7 @@
 #include "scheduler/trace_analysis.hpp"
 
 #include "runtime/errors.hpp"
+#include "scheduler/build_info.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -244,7 +245,11 @@ std::string chrome_trace_json(const LoweredProgram& p, const RunResult& r, const
                         {"ts", us(r.tiles[g].ready)}});
     }
   }
-  return json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}}.dump() + "\n";
+  return json{{"traceEvents", std::move(events)},
+              {"displayTimeUnit", "ns"},
+              {"otherData", {{"gridflow", build_info_json()}}}}
+             .dump() +
+         "\n";
 }
 
 } // namespace gridflow

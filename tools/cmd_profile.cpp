@@ -1,6 +1,7 @@
 // gridflow profile | bench sync
 #include "tools/cli_common.hpp"
 
+#include "scheduler/build_info.hpp"
 #include "scheduler/json_format.hpp"
 #include "scheduler/profile.hpp"
 #include "scheduler/report.hpp"
@@ -127,7 +128,7 @@ void add_bench(CLI::App& app, Commands& commands) {
 #if defined(GRIDFLOW_HAS_CUDA)
       const nlohmann::json rows = bench::run_sync_bench(args->quick);
       if (!args->json.empty())
-        write_text(args->json, rows.dump(1) + "\n");
+        write_text(args->json, nlohmann::json{{"gridflow", build_info_json()}, {"rows", rows}}.dump(1) + "\n");
       if (!args->svg.empty())
         write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape"));
       return rows.empty() ? kExitRuntime : kExitOk;

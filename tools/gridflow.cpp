@@ -11,6 +11,7 @@
 #include "tools/cli_common.hpp"
 
 #include "runtime/errors.hpp"
+#include "runtime/version.hpp"
 #include "scheduler/errors.hpp"
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@
 int main(int argc, char** argv) {
   using namespace gridflow;
   CLI::App app{"gridflow: task graphs of reductions, scans and softmaxes on one persistent cooperative kernel"};
+  app.set_version_flag("--version", fmt::format("gridflow {} (commit {})", version(), source_commit()));
   app.require_subcommand(1);
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <unistd.h>
 
 namespace gridflow {
 namespace {
@@ -53,7 +55,8 @@ TEST(BufferData, IotaConstantPoison) {
 }
 
 TEST(BufferData, FilesRoundTripAndWrongSizesAreNamed) {
-  const auto dir = std::filesystem::temp_directory_path() / "gridflow_buffer_data_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("gridflow_buffer_data_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   HostTensor t(DType::f32, 6);
   for (int i = 0; i < 6; ++i)

@@ -198,6 +198,18 @@ TEST_F(Cli, RunWritesTraceAndReport) {
   EXPECT_NE(slurp(dir_ / "t.json").find("traceEvents"), std::string::npos);
   EXPECT_NE(slurp(dir_ / "rep.json").find("\"breakdown\""), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_ / "rep.csv"));
+  // Both say which gridflow made them.
+  const std::string version = "\"version\":\"" GRIDFLOW_VERSION "\"";
+  EXPECT_NE(slurp(dir_ / "t.json").find(version), std::string::npos) << slurp(dir_ / "t.json").substr(0, 200);
+  const std::string report = slurp(dir_ / "rep.json");
+  EXPECT_NE(report.find("\"version\": \"" GRIDFLOW_VERSION "\""), std::string::npos) << report.substr(0, 300);
+  EXPECT_NE(report.find("\"commit\": \""), std::string::npos);
+}
+
+TEST_F(Cli, VersionNamesTheVersionAndCommit) {
+  const Result r = run("--version");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("gridflow " GRIDFLOW_VERSION " (commit ", 0), 0u) << r.out;
 }
 
 TEST_F(Cli, ProfileRunsEveryModeAndWritesItsOutputs) {
