@@ -19,9 +19,9 @@ struct ExecOptions {
   bool trace = false;                                     // record per-tile and per-barrier timestamps
   SentinelFill sentinel_fill = SentinelFill::submit;
   std::uint32_t fault_skip_signal_tile = program::kNoTile; // test-only: this tile never signals
-  // Dynamic schedule: a block takes its next ticket while its current tile runs. Off by default: on the H200 it
-  // gained nothing measurable and slowed levels with fewer tiles than 2 x blocks (a block holds a tile an idle block
-  // could run; docs/PERFORMANCE.md, run 21).
+  // Dynamic schedule: a block takes its next ticket while its current tile runs. Off by default: it gains nothing
+  // measurable and slows levels with fewer tiles than 2 x blocks (a block holds a tile an idle block could run;
+  // docs/results/HISTORY.md).
   bool claim_ahead = false;
   // GPU: run a program whose every task is a lean row tile on the lean megakernel (same bits, less per tile);
   // false: always the general megakernel (measurements, tests of the two against each other).

@@ -175,13 +175,16 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool descriptor_ok(Block& blk, const
   return true;
 }
 
-// One tile: (claimed) -> wait -> execute -> signal, with trace timestamps. Returns false when aborted.
-template <class Block>
+// One tile: (claimed) -> wait -> execute -> signal, with trace timestamps when TRACED (the run has a tile trace;
+// untraced runs carry no trace code at all). Returns false when aborted.
+template <bool TRACED, class Block>
 GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t claim_begin, bool wait, bool signal) {
   const RunParams& r = blk.params();
   const std::uint32_t tile = c.tile;
-  TileTrace* trace = r.tile_trace != nullptr && blk.is_leader() ? &r.tile_trace[tile] : nullptr;
-  if (trace) {
+  TileTrace* trace = nullptr;
+  if constexpr (TRACED)
+    trace = blk.is_leader() ? &r.tile_trace[tile] : nullptr;
+  if (TRACED && trace) {
     trace->claim_begin = claim_begin;
     trace->claimed = protocol::now_ns();
   }
@@ -196,18 +199,18 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
   } else {
     blk.ready();
   }
-  if (trace)
+  if (TRACED && trace)
     trace->ready = protocol::now_ns();
   // Step 3: execute the body with every thread.
   if (!blk.execute(tile))
     return false;
-  if (trace)
+  if (TRACED && trace)
     trace->executed = protocol::now_ns();
   // Step 4: signal: execute's closing block barrier ordered every thread's stores before the leader's release.
   // The task's flags come from the Block (signal_flags), which knows where they are safe to read after execute.
   if (signal && blk.is_leader())
     signal_tile(blk, tile, c.desc.task, blk.signal_flags(c.desc.task));
-  if (trace) {
+  if (TRACED && trace) {
     trace->signalled = protocol::now_ns();
     protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);
     trace->block = blk.index();
@@ -233,40 +236,25 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool traced_barrier(Block& blk, std:
   return ok;
 }
 
-// The whole run of one block.
-template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
+namespace detail {
+
+// The tile loops of one block after the prologue (levels, or one dataflow pass), traced or not.
+template <bool TRACED, class Block>
+GRIDFLOW_HOST_DEVICE void run_tiles(Block& blk, Cursor& cursor, std::uint32_t& barrier_k) {
   const ProgramView& v = blk.view();
-  const RunParams& r = blk.params();
   const SyncMode mode = static_cast<SyncMode>(v.mode);
-  detail::Cursor cursor;
-  if (v.block_begin != nullptr) {
-    cursor.next = v.block_begin[blk.index()];
-    cursor.end = v.block_begin[blk.index() + 1];
-  }
-  std::uint32_t barrier_k = 0;
-  const bool traced = r.tile_trace != nullptr;
-
-  // Step 0 (sentinel mode, kernel fill): pre-fill producer outputs, then one grid barrier so no fill can
-  // overwrite a value a producer already stored.
-  if (mode == SyncMode::sentinel && r.sentinel_fill) {
-    blk.fill_sentinels();
-    blk.sync();
-    if (!traced_barrier(blk, barrier_k++))
-      return;
-  }
-
   if (is_level_mode(mode)) {
     // Levels in order; tiles within a level need no waits. After an abort a block keeps passing the barriers
     // (cg grid.sync must be called by every block the same number of times) but runs nothing.
     bool alive = true;
     for (std::uint32_t level = 0; level < v.num_levels; ++level) {
       while (alive) {
-        const std::uint64_t t0 = traced ? protocol::now_ns() : 0; // the trace's claim_begin
+        const std::uint64_t t0 = TRACED ? protocol::now_ns() : 0; // the trace's claim_begin
         // Step 1: claim within the level.
-        const detail::Claim c = detail::claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
+        const Claim c = claim(blk, cursor, 1 + level, v.level_begin[level], v.level_begin[level + 1]);
         if (c.tile == kNoTile)
           break;
-        alive = detail::descriptor_ok(blk, c) && detail::run_tile(blk, c, t0, false, false);
+        alive = descriptor_ok(blk, c) && run_tile<TRACED>(blk, c, t0, false, false);
       }
       if (level + 1 < v.num_levels) {
         if (!traced_barrier(blk, barrier_k++) && mode != SyncMode::grid_sync)
@@ -281,14 +269,42 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
 
   // Dataflow modes: one pass over the global order; waits replace barriers.
   for (;;) {
-    const std::uint64_t t0 = traced ? protocol::now_ns() : 0; // the trace's claim_begin
+    const std::uint64_t t0 = TRACED ? protocol::now_ns() : 0; // the trace's claim_begin
     // Step 1: claim the next tile (topological order).
-    const detail::Claim c = detail::claim(blk, cursor, 0, 0, v.num_tiles);
+    const Claim c = claim(blk, cursor, 0, 0, v.num_tiles);
     if (c.tile == kNoTile)
       return;
-    if (!detail::descriptor_ok(blk, c) || !detail::run_tile(blk, c, t0, true, true))
+    if (!descriptor_ok(blk, c) || !run_tile<TRACED>(blk, c, t0, true, true))
       return;
   }
+}
+
+} // namespace detail
+
+// The whole run of one block.
+template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
+  const ProgramView& v = blk.view();
+  const RunParams& r = blk.params();
+  const SyncMode mode = static_cast<SyncMode>(v.mode);
+  detail::Cursor cursor;
+  if (v.block_begin != nullptr) {
+    cursor.next = v.block_begin[blk.index()];
+    cursor.end = v.block_begin[blk.index() + 1];
+  }
+  std::uint32_t barrier_k = 0;
+
+  // Step 0 (sentinel mode, kernel fill): pre-fill producer outputs, then one grid barrier so no fill can
+  // overwrite a value a producer already stored.
+  if (mode == SyncMode::sentinel && r.sentinel_fill) {
+    blk.fill_sentinels();
+    blk.sync();
+    if (!traced_barrier(blk, barrier_k++))
+      return;
+  }
+  if (r.tile_trace != nullptr)
+    detail::run_tiles<true>(blk, cursor, barrier_k);
+  else
+    detail::run_tiles<false>(blk, cursor, barrier_k);
 }
 
 } // namespace gridflow::program

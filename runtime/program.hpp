@@ -175,9 +175,9 @@ struct PollPacing {
   std::uint32_t spin_polls = 32;
   std::uint32_t max_sleep_ns = 512;
 };
-// The leader's dependency waits never sleep by default: one thread per block polls one word per dependency, and on
-// the H200 the sleeps cost a flags chain 12% per op (softmax 16K, dynamic schedule: docs/PERFORMANCE.md, run 32),
-// while the sentinel body's polls, every thread on every element, got slower with shorter sleeps.
+// The leader's dependency waits never sleep by default: one thread per block polls one word per dependency, and
+// sleeps cost a flags chain 12% per op (softmax 16K, dynamic schedule), while the sentinel body's polls, every
+// thread on every element, get slower with shorter sleeps.
 inline constexpr PollPacing kSpinPacing{0xffffffffu, 512};
 
 // Sentinel mode: the reserved f32 bit pattern producer outputs are pre-filled with (a signalling NaN payload).

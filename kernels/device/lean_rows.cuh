@@ -154,6 +154,35 @@ __device__ __forceinline__ ArgBest<float> lean_allreduce(ArgBest<float> x, ArgMa
   return y;
 }
 
+// A float's bits as an int that orders like the float (negative values' magnitude bits flipped): max over these ints
+// is the float maximum, a NaN of either sign counting as above or below every number, which is what a softmax then
+// returns anyway (NaN everywhere). Its own inverse.
+__device__ __forceinline__ int lean_ordered(int bits) {
+  return bits ^ ((bits >> 31) & 0x7fffffff);
+}
+
+// Block maximum of one float per thread: one warp reduction instruction (redux.sync) on the ordered ints, the warps'
+// maxima exchanged through s.word[half] as for lean_allreduce. Every thread gets the same bits.
+template <int THREADS> __device__ __forceinline__ float lean_block_max(float x, LeanStorage<THREADS>& s, int& half) {
+  constexpr int kWarps = LeanStorage<THREADS>::kWarps;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int w = __reduce_max_sync(0xffffffffu, lean_ordered(__float_as_int(x)));
+  if (lane == 0)
+    s.word[half][warp] = static_cast<std::uint32_t>(w);
+  __syncthreads();
+  int y[kWarps];
+  lean_warp_words<THREADS>(s, half, y);
+  half ^= 1;
+  return __int_as_float(lean_ordered(lean_tree_fold(y, [](int a, int b) { return a > b ? a : b; })));
+}
+
+// 1 / x to within one ulp (the hardware's approximation; x >= 1 here: the row's maximum contributes exp(0)).
+__device__ __forceinline__ float lean_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // Row softmax (log: log-softmax) of n columns: max, then the sum of exp(x - max) (fast_exp), then the scaled values.
 template <int THREADS>
 __device__ __forceinline__ LeanRow lean_softmax(const LeanRow& x, int n, bool log, LeanStorage<THREADS>& s, int& half) {
@@ -164,7 +193,7 @@ __device__ __forceinline__ LeanRow lean_softmax(const LeanRow& x, int n, bool lo
     for (int k = 0; k < 4; ++k)
       if (lean_col<THREADS>(v, k) < n)
         m = fmaxf(m, lean_get<float>(x, v, k));
-  m = lean_allreduce<THREADS>(m, Max{}, s, half);
+  m = lean_block_max<THREADS>(m, s, half);
   LeanRow y;
   float sum = 0.0f;
 #pragma unroll
@@ -176,7 +205,7 @@ __device__ __forceinline__ LeanRow lean_softmax(const LeanRow& x, int n, bool lo
       sum += e;
     }
   sum = lean_allreduce<THREADS>(sum, Sum{}, s, half);
-  // Only the normalizer the op needs: the log of the sum (log-softmax) or its correctly rounded reciprocal.
+  // Only the normalizer the op needs: the log of the sum (log-softmax) or its reciprocal.
   if (log) {
     const float log_sum = logf(sum);
 #pragma unroll
@@ -185,7 +214,7 @@ __device__ __forceinline__ LeanRow lean_softmax(const LeanRow& x, int n, bool lo
       for (int k = 0; k < 4; ++k)
         lean_set(y, v, k, (lean_get<float>(x, v, k) - m) - log_sum);
   } else {
-    const float scale = __frcp_rn(sum);
+    const float scale = lean_rcp(sum);
 #pragma unroll
     for (int v = 0; v < kLeanVecs; ++v)
 #pragma unroll

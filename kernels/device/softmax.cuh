@@ -149,8 +149,8 @@ static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_gr
 static_assert(short_row_group_warps(3, 129, 8) == 2 && short_row_group_warps(1, 1000, 4) == 1);
 
 // One row (n <= kShortRowMaxCols) held by one warp: lane l owns elements l + 32k, k < 32, scalar accesses (the seeds'
-// warp-per-row softmax). Kept apart from the group path below: a quad layout of 32 values per lane made ptxas spill
-// them through local memory inside the megakernel's op dispatch (H200 run, 2026-11-30: 2.30 against 2.59 TB/s).
+// warp-per-row softmax). Kept apart from the group path below: a quad layout of 32 values per lane makes ptxas spill
+// them through local memory inside the megakernel's op dispatch (measured 11% slower: docs/results/HISTORY.md).
 // warp_row_values reads the lane's values (get(i) for element i, -inf past n); warp_softmax_values stores the row's
 // softmax from them.
 template <class Get> __device__ __forceinline__ void warp_row_values(float (&v)[kWarpRowValues], long long n, Get get) {

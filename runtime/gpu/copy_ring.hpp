@@ -11,8 +11,7 @@ namespace gridflow::gpu {
 // Enough whole stages for the longest range one tile of the program streams through the ring (at least two), at
 // most the block size's maximum (kernels::stream_ring_bytes); 0 when no tile streams. A ring nobody uses costs L1:
 // the SM splits one store between shared memory and the L1 that holds the megakernel's spilled state (a 64 KB ring
-// in every block made the 512-op chains of one-row tiles 20-25% slower and the register-held softmax rows 4-8%
-// slower; H200 runs 35 and 37).
+// in every block makes chains of one-row tiles 20-25% slower and the register-held softmax rows 4-8% slower).
 std::uint32_t copy_ring_bytes(const LoweredProgram& program, std::uint32_t threads);
 
 } // namespace gridflow::gpu

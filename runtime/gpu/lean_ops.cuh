@@ -44,30 +44,40 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
                                              kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   const T* in = static_cast<const T*>(t.in);
   T* out = static_cast<T*>(t.out);
-  for (int row = 0; row < t.rows; ++row) {
-    kernels::LeanRow x;
-    if (row == 0 && forward != nullptr && (t.flags & program::kForwardInput))
-      x = *forward;
-    else
-      kernels::lean_load<THREADS, T>(x, in + static_cast<long long>(row) * t.cols, t.cols, T(0), load);
-    if constexpr (OP == program::Opcode::reduce_rows) {
-      const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, t.cols, static_cast<ReduceFn>(t.fn), s, half);
-      if (threadIdx.x == 0)
-        store(reinterpret_cast<std::uint32_t*>(t.out) + static_cast<long long>(row) * t.out_stride, bits);
-    } else {
-      kernels::LeanRow y;
-      if constexpr (OP == program::Opcode::softmax_rows)
-        y = kernels::lean_softmax<THREADS>(x, t.cols, t.flags & program::kLogSoftmax, s, half);
+  // The rows of n columns. Called with n a constant for rows that fill every thread's groups, so the column tests of
+  // the bodies fold away (threadIdx.x < THREADS, assumed below), and with the tile's own n otherwise.
+  auto rows_of = [&](const int n) {
+    for (int row = 0; row < t.rows; ++row) {
+      kernels::LeanRow x;
+      if (row == 0 && forward != nullptr && (t.flags & program::kForwardInput))
+        x = *forward;
       else
-        y = kernels::lean_scan<THREADS, T>(x, t.cols, t.flags & program::kExclusive, ScanOp{}, s, half);
-      kernels::lean_store<THREADS, T>(y, out + static_cast<long long>(row) * t.out_stride, t.cols, store);
-      if (forward != nullptr) {
-        if (t.flags & program::kSentinelOutput)
-          canonicalize(y);
-        *forward = y;
+        kernels::lean_load<THREADS, T>(x, in + static_cast<long long>(row) * n, n, T(0), load);
+      if constexpr (OP == program::Opcode::reduce_rows) {
+        const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
+        if (threadIdx.x == 0)
+          store(reinterpret_cast<std::uint32_t*>(t.out) + static_cast<long long>(row) * t.out_stride, bits);
+      } else {
+        kernels::LeanRow y;
+        if constexpr (OP == program::Opcode::softmax_rows)
+          y = kernels::lean_softmax<THREADS>(x, n, t.flags & program::kLogSoftmax, s, half);
+        else
+          y = kernels::lean_scan<THREADS, T>(x, n, t.flags & program::kExclusive, ScanOp{}, s, half);
+        kernels::lean_store<THREADS, T>(y, out + static_cast<long long>(row) * t.out_stride, n, store);
+        if (forward != nullptr) {
+          if constexpr (cuda::std::is_same_v<Store, CanonicalStore>) // the policy of tiles with kSentinelOutput
+            canonicalize(y);
+          *forward = y;
+        }
       }
     }
-  }
+  };
+  constexpr int kFullRow = static_cast<int>(kernels::lean_max_cols(THREADS));
+  __builtin_assume(threadIdx.x < THREADS);
+  if (t.cols == kFullRow)
+    rows_of(kFullRow);
+  else
+    rows_of(t.cols);
 }
 
 template <int THREADS, class Load, class Store>
