@@ -31,19 +31,19 @@ inline constexpr std::uint32_t kMaxGridBlocks = 1u << 16;
 struct TilePolicy {
   std::int64_t reduce_min_tile = 4096; // elements
   // Target elements per row-op tile (fewer tiles: fewer claims, signals and end-of-tile barriers), and per tile of
-  // short softmax rows (<= kernels::kShortRowMaxCols columns, a warp per row). H200, run 50: 262144 against 65536
-  // took softmax 4096 / 32768 columns 9% / 8% and the row reduce 14% faster; run 54: 1048576 (at 1 wave) took them
-  // another 2% / 1% and 6%. 1024-column softmax rows were 1-3% slower with tiles over 65536 elements (runs 50, 54).
+  // short softmax rows (<= kernels::kShortRowMaxCols columns, a warp per row). On the H200, 1M-element tiles run
+  // softmax 4096 / 32768 columns about 11% / 9% and the row reduce 20% faster than 64K-element ones; 1024-column
+  // softmax rows are 1-3% slower with tiles over 65536 elements.
   std::int64_t row_tile_elements = std::int64_t{1} << 20;
   std::int64_t short_softmax_tile_elements = 65536;
   // Tiles per block a large task aims for. Every tile boundary drains the block's copy ring (the last stages are
   // folded, the block combines, signals, claims and stages the next tile before its first copies are issued), and
-  // the tail that more, smaller tiles would even out costs less: H200, run 53, a sum of 2^28 floats took 0.257 /
+  // the tail that more, smaller tiles would even out costs less: on the H200 a sum of 2^28 floats takes 0.257 /
   // 0.261 / 0.271 / 0.286 ms at 1 / 2 / 4 / 16 waves (CUB 0.246).
   std::uint32_t waves = 1;
   std::uint32_t scan_items_per_thread = 16; // a scan chunk = threads_per_block * this (GPU register tile)
   // Most chunks per scan_all tile. Every block's tile must stay in L2 between its two reads: at 8, 264 blocks x
-  // 256 threads x 16 items x 8 chunks x 4 B = 34 MB of the H200's 50 MB (measured best of 1/2/4/8, 2026-11-30).
+  // 256 threads x 16 items x 8 chunks x 4 B = 34 MB of the H200's 50 MB (the best of 1, 2, 4 and 8 measured).
   std::uint32_t scan_chunks_per_tile = 8;
   std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all tiles
 
