@@ -15,9 +15,9 @@ note() { printf '%-20s %s\n' "$1" "$2" | tee -a "$out/summary.txt"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$out/machine.txt" 2>&1
 note build "$(head -1 devtree/BUILD_INFO | cut -c1-12)"
 if has deps; then
-  t0=$(date +%s.%N)
-  (source scripts/deps.sh && echo "deps: nothing to install") >"$out/deps.log" 2>&1
-  note deps "rc=$? $(tail -1 "$out/deps.log") ($(echo "$(date +%s.%N) - $t0" | bc | cut -c1-5) s)"
+  t0=$SECONDS
+  (source scripts/deps.sh) >"$out/deps.log" 2>&1
+  note deps "rc=$? $(grep -m1 '^gridflow:' "$out/deps.log" || echo 'nothing missing') ($((SECONDS - t0)) s)"
 fi
 if has chain; then
   timeout 200 devtree/bench/gridflow_bench_chain --quick --json "$out/chain.json" >"$out/chain.log" 2>&1
