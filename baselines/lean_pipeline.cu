@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <functional>
 
 namespace gridflow::baselines {
@@ -313,20 +314,24 @@ struct LeanPipeline::Impl {
     return exec;
   }
 
-  template <class Enqueue> std::vector<double> time_form(int warmup, int reps, Enqueue enqueue) {
-    std::vector<double> ms;
+  // Device milliseconds (events) and host milliseconds (enqueue to synchronized) of each timed repetition.
+  template <class Enqueue>
+  void time_form(int warmup, int reps, Enqueue enqueue, std::vector<double>& ms, std::vector<double>& host_ms) {
     for (int r = 0; r < warmup + reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
       GRIDFLOW_CUDA_CHECK(cudaEventRecord(start, main));
       enqueue();
       GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop, main));
       GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(stop));
+      const auto t1 = std::chrono::steady_clock::now();
       GRIDFLOW_CUDA_CHECK_LAUNCH();
       float t = 0;
       GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-      if (r >= warmup)
+      if (r >= warmup) {
         ms.push_back(t);
+        host_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      }
     }
-    return ms;
   }
 };
 
@@ -397,10 +402,15 @@ LeanTimes LeanPipeline::time(int warmup, int reps) {
   if (!m.graph_pdl)
     m.graph_pdl = m.capture(true);
   LeanTimes t;
-  t.stream_ms = m.time_form(warmup, reps, [&] { m.enqueue_in_order(false); });
-  t.stream_pdl_ms = m.time_form(warmup, reps, [&] { m.enqueue_in_order(true); });
-  t.graph_ms = m.time_form(warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(m.graph, m.main)); });
-  t.graph_pdl_ms = m.time_form(warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(m.graph_pdl, m.main)); });
+  m.time_form(
+      warmup, reps, [&] { m.enqueue_in_order(false); }, t.stream_ms, t.stream_host_ms);
+  m.time_form(
+      warmup, reps, [&] { m.enqueue_in_order(true); }, t.stream_pdl_ms, t.stream_pdl_host_ms);
+  m.time_form(
+      warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(m.graph, m.main)); }, t.graph_ms, t.graph_host_ms);
+  m.time_form(
+      warmup, reps, [&] { GRIDFLOW_CUDA_CHECK(cudaGraphLaunch(m.graph_pdl, m.main)); }, t.graph_pdl_ms,
+      t.graph_pdl_host_ms);
   return t;
 }
 

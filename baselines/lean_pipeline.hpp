@@ -19,6 +19,8 @@ namespace gridflow::baselines {
 
 struct LeanTimes {
   std::vector<double> stream_ms, stream_pdl_ms, graph_ms, graph_pdl_ms; // per timed repetition, whole program
+  // The same repetitions on the host clock: from before the launches are enqueued until the host has seen them end.
+  std::vector<double> stream_host_ms, stream_pdl_host_ms, graph_host_ms, graph_pdl_host_ms;
 };
 
 class LeanPipeline {
@@ -34,7 +36,8 @@ public:
   std::size_t steps() const;
   // One run on one stream, no PDL, to completion: the result check runs on what it leaves in the buffers.
   void run_once();
-  // Each launch form after `warmup` untimed runs of it; CUDA events around each whole run.
+  // Each launch form after `warmup` untimed runs of it; CUDA events around each whole run, and the host clock from
+  // enqueueing it to having synchronized with its end.
   LeanTimes time(int warmup, int reps);
 
 private:

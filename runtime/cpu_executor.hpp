@@ -5,6 +5,7 @@
 #include "runtime/executor.hpp"
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -23,19 +24,29 @@ public:
   void download(std::uint32_t buffer, HostTensor& data) override;
   void take(std::uint32_t buffer, HostTensor& data) override; // moves the buffer out (no copy)
   bool take_moves() const override { return true; }
-  void* buffer_address(std::uint32_t buffer) override { return buffers_.at(buffer).data(); }
+  void* buffer_address(std::uint32_t buffer) override;
   void fill_bits(std::uint32_t buffer, std::uint32_t bits) override;
+  int memory_device() const override { return kHostMemory; }
+  void bind(std::uint32_t buffer, const BoundMemory& memory) override;
   RunResult run(const ExecOptions& options = {}) override;
+  void enqueue(const ExecOptions& options, StreamHandle stream) override;
+  RunResult finish() override;
+  bool in_flight() const override { return pending_.valid(); }
 
-  // Direct access to the executor's buffers (tests).
+  // Direct access to the executor's own buffers (tests).
   HostTensor& buffer(std::uint32_t index) { return buffers_.at(index); }
 
 private:
   void reset_state();
+  void refuse_in_flight(const char* what) const;
+  RunResult run_now(const ExecOptions& options);
 
   LoweredProgram program_;
   std::vector<program::TileDesc> block_descs_; // the static lists' descriptors (block_descs), built once
-  std::vector<HostTensor> buffers_;
+  std::vector<bool> written_;                  // written_buffers(program_)
+  std::vector<HostTensor> buffers_;            // own memory (empty for a buffer bound directly)
+  std::vector<BoundMemory> bound_;             // per buffer: its caller memory (data == nullptr: none)
+  std::future<RunResult> pending_;             // the run enqueue() started
   struct Arena;
   std::unique_ptr<Arena> arena_;
   std::uint32_t epoch_ = 0;

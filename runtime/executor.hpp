@@ -2,6 +2,7 @@
 // Implementations: CpuExecutor (std::thread workers) and GpuExecutor (the cooperative megakernel).
 #pragma once
 
+#include "runtime/binding.hpp"
 #include "runtime/config.hpp"
 #include "runtime/host_tensor.hpp"
 #include "runtime/lowered_program.hpp"
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gridflow {
 
@@ -28,13 +30,17 @@ struct ExecOptions {
   bool lean_kernel = true;
 };
 
+// Per buffer: whether a run of `program` writes it (a task's output, or the aux view of an op that writes its aux):
+// what a staged binding copies back after a run.
+std::vector<bool> written_buffers(const LoweredProgram& program);
+
 class Executor {
 public:
   virtual ~Executor() = default;
   virtual const LoweredProgram& program() const = 0;
   virtual std::string describe() const = 0; // "cpu, 8 workers" / "gpu NVIDIA H200, 132 blocks x 256 threads"
 
-  // Buffer contents (index = program buffer slot).
+  // Buffer contents (index = program buffer slot): of the caller's memory for a bound buffer, else the executor's.
   virtual void upload(std::uint32_t buffer, const HostTensor& data) = 0;
   virtual void download(std::uint32_t buffer, HostTensor& data) = 0;
   virtual void fill_bits(std::uint32_t buffer, std::uint32_t bits) = 0;
@@ -46,10 +52,26 @@ public:
   virtual void* buffer_address(std::uint32_t buffer) = 0;
   virtual bool take_moves() const { return false; }
 
+  // The memory buffers bind to: kHostMemory (CPU) or the GPU's ordinal.
+  virtual int memory_device() const = 0;
+  // Runs buffer b on caller memory from now on (`memory.data == nullptr`: on the executor's own again, holding what it
+  // held before the binding). Throws RuntimeError naming the buffer when the memory is not the executor's kind (GPU:
+  // device or managed memory of its device) or a run is in flight.
+  virtual void bind(std::uint32_t buffer, const BoundMemory& memory) = 0;
+
   // Runs the program once. Throws DeviceError when the run recorded an error (watchdog, corrupt program);
   // the executor resets its synchronization state and can run again. Throws RuntimeError when a buffer was taken
   // and not uploaded again.
   virtual RunResult run(const ExecOptions& options = {}) = 0;
+
+  // Starts one run on `stream`, after the work enqueued there before it and before the work enqueued after it, with
+  // no device-wide synchronization (GPU: returns once enqueued; CPU: runs on a thread of its own, the stream
+  // ignored). One run at a time: throws RuntimeError while one is in flight.
+  virtual void enqueue(const ExecOptions& options, StreamHandle stream) = 0;
+  // Waits for the run enqueue() started and returns it, or throws what run() would (device errors and watchdog
+  // reports of that run included); either way the run is over. RuntimeError when none is in flight.
+  virtual RunResult finish() = 0;
+  virtual bool in_flight() const = 0;
 };
 
 } // namespace gridflow

@@ -6,7 +6,9 @@
 #include "runtime/errors.hpp"
 #include "runtime/gpu_executor.hpp"
 #include "runtime/lean_program.hpp"
+#include "scheduler/binding.hpp"
 #include "scheduler/buffer_data.hpp"
+#include "scheduler/errors.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -124,7 +126,8 @@ Session::Session(Graph graph, SessionOptions options) : graph_(std::move(graph))
   RunPlan plan = plan_run(graph_, options_);
   analysis_ = std::move(plan.analysis);
   memory_ = std::move(plan.memory);
-  initial_ = initial_data(graph_, options_.files);
+  bound_.assign(graph_.buffers().size(), false);
+  stale_.assign(graph_.buffers().size(), true);
   if (options_.backend == Backend::cpu)
     executor_ = std::make_unique<CpuExecutor>(std::move(plan.program));
   else
@@ -148,16 +151,75 @@ std::string Session::describe() const {
   return fmt::format("{} | {}", executor_->describe(), options);
 }
 
-void Session::reset_buffers() {
-  for (std::uint32_t b = 0; b < initial_.size(); ++b)
-    executor_->upload(b, initial_[b]);
-  buffers_taken_ = false;
-  // Poison every task output, so an element the run never wrote cannot pass the check.
-  for (std::size_t i = 0; i < graph_.tasks().size(); ++i) {
-    const std::uint32_t b = analysis_.out[i].buffer;
-    if (std::holds_alternative<std::monostate>(graph_.buffers()[b].init))
-      executor_->fill_bits(b, poison_bits(graph_.buffers()[b].dtype));
+const std::vector<HostTensor>& Session::initial() const {
+  if (initial_.empty()) {
+    initial_.reserve(graph_.buffers().size());
+    for (std::size_t b = 0; b < graph_.buffers().size(); ++b)
+      initial_.push_back(bound_[b] ? HostTensor(graph_.buffers()[b].dtype, 0)
+                                   : initial_data(graph_.buffers()[b], options_.files));
   }
+  return initial_;
+}
+
+std::uint32_t Session::buffer_index(std::string_view name) const {
+  const auto it = analysis_.buffer_index.find(std::string(name));
+  if (it == analysis_.buffer_index.end())
+    throw_buffer_error(name, "name", std::string(name), "the graph has no such buffer");
+  return it->second;
+}
+
+void Session::bind(std::string_view name, const ExternalTensor& memory) {
+  const std::uint32_t b = buffer_index(name);
+  executor_->bind(b, plan_binding(graph_.buffers()[b], memory, executor_->memory_device()));
+  bound_[b] = true;
+  stale_[b] = false;
+  if (!initial_.empty())
+    initial_[b] = HostTensor(graph_.buffers()[b].dtype, 0); // the caller's memory is the buffer's contents now
+}
+
+void Session::unbind(std::string_view name) {
+  const std::uint32_t b = buffer_index(name);
+  executor_->bind(b, BoundMemory{});
+  bound_[b] = false;
+  stale_[b] = true;
+  initial_.clear(); // made again, with this buffer's initial contents, when next needed
+}
+
+bool Session::is_bound(std::string_view name) const {
+  return bound_[buffer_index(name)];
+}
+
+void Session::upload(std::string_view name, const HostTensor& data) {
+  const std::uint32_t b = buffer_index(name);
+  executor_->upload(b, data);
+  stale_[b] = false;
+}
+
+HostTensor Session::download(std::string_view name) {
+  HostTensor t;
+  executor_->download(buffer_index(name), t);
+  return t;
+}
+
+void Session::fill_unbound(bool only_stale) {
+  const std::vector<HostTensor>& init = initial();
+  std::vector<bool> output(init.size(), false);
+  for (std::size_t i = 0; i < graph_.tasks().size(); ++i)
+    output[analysis_.out[i].buffer] = true;
+  for (std::uint32_t b = 0; b < init.size(); ++b) {
+    if (bound_[b] || (only_stale && !stale_[b]))
+      continue;
+    executor_->upload(b, init[b]);
+    // Poison every task output, so an element the run never wrote cannot pass the check.
+    if (output[b] && std::holds_alternative<std::monostate>(graph_.buffers()[b].init))
+      executor_->fill_bits(b, poison_bits(graph_.buffers()[b].dtype));
+    stale_[b] = false;
+  }
+  buffers_taken_ = false;
+}
+
+void Session::reset_buffers() {
+  fill_unbound(false);
 }
 
 RunResult Session::run(const ExecOptions& exec) {
@@ -165,17 +227,38 @@ RunResult Session::run(const ExecOptions& exec) {
   results_.shrink_to_fit();
   reset_buffers();
   RunResult r = executor_->run(exec);
-  results_.resize(initial_.size());
-  for (std::uint32_t b = 0; b < initial_.size(); ++b)
+  results_.resize(graph_.buffers().size());
+  for (std::uint32_t b = 0; b < results_.size(); ++b) {
+    if (bound_[b])
+      continue;
     executor_->take(b, results_[b]);
+    stale_[b] = true; // a run_async after this run starts from the initial contents again
+  }
   buffers_taken_ = executor_->take_moves();
   return r;
+}
+
+void Session::run_async(StreamHandle stream) {
+  if (executor_->in_flight())
+    throw RuntimeError("run_async: a run of this session is in flight; wait() for it first");
+  if (buffers_taken_ || std::find(stale_.begin(), stale_.end(), true) != stale_.end()) {
+    fill_unbound(!buffers_taken_);
+    // The host copies are made again when asked for (run, check, initial): nothing is kept for the runs.
+    initial_.clear();
+    initial_.shrink_to_fit();
+  }
+  executor_->enqueue(options_.exec, stream);
+}
+
+RunResult Session::wait() {
+  return executor_->finish();
 }
 
 std::vector<RunResult> Session::time(int warmup, int repeat, bool trace) {
   if (buffers_taken_) {
     for (std::uint32_t b = 0; b < results_.size(); ++b)
-      executor_->upload(b, results_[b]);
+      if (!bound_[b])
+        executor_->upload(b, results_[b]);
     buffers_taken_ = false;
   }
   ExecOptions o = options_.exec;
@@ -193,7 +276,12 @@ std::vector<RunResult> Session::time(int warmup, int repeat, bool trace) {
 CheckReport Session::check() const {
   if (results_.empty())
     throw RuntimeError("check: the session has not run yet");
-  return check_outputs(graph_, analysis_, initial_, results_);
+  for (std::size_t b = 0; b < bound_.size(); ++b)
+    if (bound_[b])
+      throw RuntimeError(fmt::format("check: buffer '{}' is bound to caller memory: the check needs every buffer's "
+                                     "contents before and after the run on the host",
+                                     printable(graph_.buffers()[b].name)));
+  return check_outputs(graph_, analysis_, initial(), results_);
 }
 
 std::vector<std::filesystem::path> Session::save_outputs() const {
@@ -202,6 +290,9 @@ std::vector<std::filesystem::path> Session::save_outputs() const {
     const Buffer& buf = graph_.buffers()[b];
     if (buf.save.empty() || b >= results_.size())
       continue;
+    if (bound_[b])
+      throw RuntimeError(
+          fmt::format("save: buffer '{}' is bound to caller memory; download() it to save it", printable(buf.name)));
     written.push_back(save_tensor(results_[b], options_.files, buf.name, buf.save));
   }
   return written;

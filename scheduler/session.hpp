@@ -1,8 +1,13 @@
 // A Session runs one graph end to end: analyze, pick the target shape, lower, bind an executor, upload the
 // initial data, run, download, check against the references, save outputs. The CLI, the examples, the tests
 // and the benchmarks all go through it, so they all run the same path.
+//
+// Between a caller's own kernels, a session runs over the caller's memory and stream instead: bind() a buffer to
+// memory the caller owns (a DLPack tensor's description; the session neither copies nor poisons it), then
+// run_async(stream) and wait(). Host copies happen only where asked (upload, download, run, check).
 #pragma once
 
+#include "runtime/binding.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/gpu_executor.hpp"
 #include "runtime/host_tensor.hpp"
@@ -18,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gridflow {
@@ -73,13 +79,39 @@ public:
 
   const MemoryNeed& memory() const { return memory_; }
 
-  // Initial contents of every buffer (generators, files, host data; outputs poisoned).
-  const std::vector<HostTensor>& initial() const { return initial_; }
+  // Initial contents of every buffer (generators, files, host data; outputs poisoned), made when first asked for;
+  // a bound buffer's is empty (its contents are the caller's).
+  const std::vector<HostTensor>& initial() const;
 
-  // Uploads the initial data (every output poisoned), runs once, and makes every buffer's contents the results().
-  // The CPU backend hands its buffers over without a copy; the GPU backend downloads them.
+  // Buffer `name` holds caller memory from now on: checked as scheduler/binding.hpp says (a mismatch throws
+  // GraphError naming the buffer, the field and the value, and binds nothing), then run on directly or, for strided
+  // or unaligned memory, staged through the session's own copy on the run's stream. Bound buffers are never
+  // copied to or from the host, nor poisoned, by a run. The memory must stay valid while bound.
+  void bind(std::string_view name, const ExternalTensor& memory);
+  // The buffer on the session's own memory again, set to its initial contents at the next run.
+  void unbind(std::string_view name);
+  bool is_bound(std::string_view name) const;
+  // A buffer's contents, from the host or to it (of the caller's memory when bound): synchronous copies on the
+  // session's own stream, not ordered with work on the caller's streams. GraphError for an unknown name;
+  // RuntimeError for a tensor of the wrong dtype or size, or while a run is in flight.
+  void upload(std::string_view name, const HostTensor& data);
+  HostTensor download(std::string_view name);
+
+  // Enqueues one run on `stream` (a cudaStream_t; the CPU backend runs it on a thread of its own) after the work
+  // before it and before the work after it, with no device-wide synchronization and no host copy: bound buffers
+  // as the caller left them; unbound ones with their initial contents (outputs poisoned) at the first run_async
+  // and after a run() or unbind(), else as the last run or upload() left them. Throws RuntimeError while a
+  // run is in flight (one at a time: wait() first).
+  void run_async(StreamHandle stream);
+  // Waits for the run run_async enqueued and returns it, or throws what run() throws for it (DeviceError for a
+  // device-side error or a watchdog report of that run, RuntimeError for a CUDA fault). results() is not changed.
+  RunResult wait();
+
+  // Uploads the initial data (every output poisoned), runs once, and makes every unbound buffer's contents the
+  // results() (a bound buffer's entry is empty). The CPU backend hands its buffers over without a copy; the GPU
+  // backend downloads them.
   RunResult run() { return run(options_.exec); }
-  // Fills the executor's buffers as a run starts from: the initial data, every task output poisoned.
+  // Fills the executor's unbound buffers as a run starts from: the initial data, every task output poisoned.
   void reset_buffers();
   // The same with other execution options for this run only (same executor and state arena).
   RunResult run(const ExecOptions& exec);
@@ -89,19 +121,28 @@ public:
   std::vector<RunResult> time(int warmup, int repeat, bool trace = false);
 
   const std::vector<HostTensor>& results() const { return results_; }
-  CheckReport check() const; // results() against the float64 references
+  // results() against the float64 references. RuntimeError before a run() or with a buffer bound (the check needs
+  // every buffer's contents before and after the run).
+  CheckReport check() const;
   // Writes every buffer with a `save` path under options().files (checked when the session was made; every write
-  // checked to the end). Returns the paths written.
+  // checked to the end). Returns the paths written. RuntimeError for a bound buffer with a save path.
   std::vector<std::filesystem::path> save_outputs() const;
 
 private:
+  std::uint32_t buffer_index(std::string_view name) const; // GraphError for an unknown name
+  // Sets unbound buffers to their initial contents (outputs poisoned): every one, or (`only_stale`) those whose
+  // contents a run() or unbind() left unspecified.
+  void fill_unbound(bool only_stale);
+
   Graph graph_;
   SessionOptions options_;
   Analysis analysis_;
   MemoryNeed memory_;
   std::unique_ptr<Executor> executor_;
-  std::vector<HostTensor> initial_;
+  mutable std::vector<HostTensor> initial_; // made by initial() when first needed
   std::vector<HostTensor> results_;
+  std::vector<bool> bound_;    // per buffer: on caller memory
+  std::vector<bool> stale_;    // per buffer: needs its initial contents before a run_async
   bool buffers_taken_ = false; // the CPU executor's buffers became results_ and must be uploaded before a run
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call over a carried tree (scripts/build-for-device.sh, packed as devtree.tar.xz): the chain and pattern
-# benchmarks against the lean baselines, the GPU tests, and the set-up probe, into OUTDIR.
-#   scripts/device-lean-run.sh OUTDIR [chain,patterns,tests,deps,sanitize]
+# benchmarks against the lean baselines, the bound-memory benchmark, the GPU tests, the sanitizers and the set-up
+# probe, into OUTDIR.
+#   scripts/device-lean-run.sh OUTDIR [chain,patterns,bound,tests,deps,sanitize]
 set -uo pipefail
 out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
 stages=${2:-deps,chain,patterns,tests}
@@ -26,6 +27,10 @@ fi
 if has patterns; then
   timeout 200 devtree/bench/gridflow_bench_patterns --quick --json "$out/patterns.json" >"$out/patterns.log" 2>&1
   note patterns "rc=$?"
+fi
+if has bound; then
+  timeout 200 devtree/bench/gridflow_bench_bound --json "$out/bound.json" >"$out/bound.log" 2>&1
+  note bound "rc=$?"
 fi
 if has tests; then
   GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-20} timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-300}" \

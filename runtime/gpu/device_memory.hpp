@@ -1,4 +1,4 @@
-// Move-only RAII owners of CUDA resources: device memory, streams, events.
+// Move-only RAII owners of CUDA resources: device memory, pinned host memory, streams, events.
 #pragma once
 
 #include "runtime/gpu/cuda_check.hpp"
@@ -49,6 +49,24 @@ public:
 private:
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+// Page-locked host memory holding one T, the target of asynchronous device-to-host copies.
+template <class T> class Pinned {
+public:
+  Pinned() { GRIDFLOW_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p_), sizeof(T))); }
+  ~Pinned() {
+    if (p_)
+      GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaFreeHost(p_));
+  }
+  Pinned(Pinned&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Pinned& operator=(Pinned&&) = delete;
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  T* get() const { return p_; }
+
+private:
+  T* p_ = nullptr;
 };
 
 class Stream {

@@ -38,13 +38,13 @@ public:
     d_block_tiles_ = DeviceBuffer::of(p_.block_tiles);
     d_block_descs_ = DeviceBuffer::of(block_descs(p_));
     d_sentinels_ = DeviceBuffer::of(sentinel_ranges(p_));
-    std::vector<void*> table;
-    for (const BufferInfo& b : p_.buffers) {
-      // At least 16 bytes, so zero-length buffers still have a distinct, aligned address.
-      buffers_.emplace_back(std::max<std::size_t>(16, static_cast<std::size_t>(b.elements) * dtype_size(b.dtype)));
-      table.push_back(buffers_.back().get());
+    written_ = written_buffers(p_);
+    bound_.resize(p_.buffers.size());
+    for (std::uint32_t b = 0; b < p_.buffers.size(); ++b) {
+      buffers_.push_back(own_memory(b));
+      table_.push_back(buffers_.back().get());
     }
-    d_table_ = DeviceBuffer::of(table);
+    d_table_ = DeviceBuffer::of(table_);
     // A program of lean row tiles also gets the lean megakernel's instructions (addresses resolved here).
     if (lean_program(p_, shape_.threads_per_block)) {
       lean_entry_ = lean_megakernel_entry_for(shape_.threads_per_block, p_.mode == SyncMode::sentinel);
@@ -54,8 +54,8 @@ public:
       if (static_cast<std::uint32_t>(per_sm) < shape_.blocks_per_sm)
         throw RuntimeError(fmt::format("the lean megakernel fits {} blocks of {} threads per SM, the launch needs {}",
                                        per_sm, shape_.threads_per_block, shape_.blocks_per_sm));
-      d_tile_instrs_ = DeviceBuffer::of(tile_instrs(p_, table));
-      d_block_instrs_ = DeviceBuffer::of(block_instrs(p_, table));
+      d_tile_instrs_ = DeviceBuffer::of(tile_instrs(p_, table_));
+      d_block_instrs_ = DeviceBuffer::of(block_instrs(p_, table_));
     }
     state_ = DeviceBuffer(p_.layout.total);
     reset_state();
@@ -80,32 +80,69 @@ public:
   }
 
   void upload(std::uint32_t buffer, const HostTensor& data) override {
+    refuse_in_flight("upload");
     check_buffer(buffer, data);
-    GRIDFLOW_CUDA_CHECK(cudaMemcpy(buffers_.at(buffer).get(), data.data(), data.bytes(), cudaMemcpyHostToDevice));
+    copy_home(buffer, const_cast<void*>(data.data()), true); // only read: to_device
   }
 
   void download(std::uint32_t buffer, HostTensor& data) override {
+    refuse_in_flight("download");
     const BufferInfo& b = p_.buffers.at(buffer);
     data = HostTensor(b.dtype, b.elements);
-    GRIDFLOW_CUDA_CHECK(cudaMemcpy(data.data(), buffers_.at(buffer).get(), data.bytes(), cudaMemcpyDeviceToHost));
+    copy_home(buffer, data.data(), false);
   }
 
-  void* buffer_address(std::uint32_t buffer) override { return buffers_.at(buffer).get(); }
+  void* buffer_address(std::uint32_t buffer) override { return table_.at(buffer); }
 
   void fill_bits(std::uint32_t buffer, std::uint32_t bits) override {
+    refuse_in_flight("fill");
     const BufferInfo& b = p_.buffers.at(buffer);
     std::vector<std::uint32_t> words(static_cast<std::size_t>(b.elements), bits);
-    GRIDFLOW_CUDA_CHECK(cudaMemcpy(buffers_.at(buffer).get(), words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+    copy_home(buffer, words.data(), true);
+  }
+
+  int memory_device() const override { return device_.ordinal; }
+
+  void bind(std::uint32_t buffer, const BoundMemory& memory) override {
+    refuse_in_flight("bind");
+    const BufferInfo& b = p_.buffers.at(buffer);
+    if (memory.data != nullptr)
+      check_device_memory(b.name, memory.data);
+    bound_[buffer] = memory;
+    // Own memory only where the run works on it: unbound or staged buffers.
+    if (memory.data != nullptr && !memory.staged)
+      buffers_[buffer] = DeviceBuffer();
+    else if (buffers_[buffer].get() == nullptr)
+      buffers_[buffer] = own_memory(buffer);
+    void* const address = memory.data != nullptr && !memory.staged ? memory.data : buffers_[buffer].get();
+    if (address == table_[buffer])
+      return;
+    table_[buffer] = address;
+    copy(d_table_.get(), table_.data(), table_.size() * sizeof(void*), cudaMemcpyHostToDevice);
+    if (lean_entry_ != nullptr) { // the lean instructions hold resolved addresses
+      const std::vector<program::TileInstr> tiles = tile_instrs(p_, table_), blocks = block_instrs(p_, table_);
+      copy(d_tile_instrs_.get(), tiles.data(), tiles.size() * sizeof(program::TileInstr), cudaMemcpyHostToDevice);
+      copy(d_block_instrs_.get(), blocks.data(), blocks.size() * sizeof(program::TileInstr), cudaMemcpyHostToDevice);
+    }
   }
 
   RunResult run(const ExecOptions& options) override {
+    enqueue(options, stream_.get());
+    return finish();
+  }
+
+  void enqueue(const ExecOptions& options, StreamHandle stream) override {
+    refuse_in_flight("enqueue");
     if (epoch_ >= 0xfffffff0u)
       reset_state();
     const bool sentinel = p_.mode == SyncMode::sentinel;
     const bool kernel_fill = sentinel && options.sentinel_fill == SentinelFill::kernel;
-    RunResult result;
+    RunResult& result = pending_;
+    result = RunResult{};
     result.blocks = shape_.grid_blocks;
     result.barriers_per_block = p_.barriers_per_run + (kernel_fill ? 1u : 0u);
+    pending_trace_ = options.trace;
+    pending_barriers_ = p_.mode == SyncMode::barrier || kernel_fill; // grid barriers move the generation base
 
     program::RunParams r;
     r.epoch = ++epoch_;
@@ -120,17 +157,18 @@ public:
     r.barriers_in_run = result.barriers_per_block;
     if (options.trace) {
       ensure_trace(result.barriers_per_block);
-      GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(tile_trace_.get(), 0, tile_trace_.bytes(), stream_.get()));
-      GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(barrier_trace_.get(), 0, barrier_trace_.bytes(), stream_.get()));
+      GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(tile_trace_.get(), 0, tile_trace_.bytes(), stream));
+      GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(barrier_trace_.get(), 0, barrier_trace_.bytes(), stream));
       r.tile_trace = tile_trace_.as<program::TileTrace>();
       r.barrier_trace = barrier_trace_.as<program::BarrierTrace>();
     }
 
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(start_.get(), stream_.get()));
+    copy_staged(stream, true);
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(start_.get(), stream));
     if (sentinel && !kernel_fill) {
       void* fill_args[] = {&view_};
       GRIDFLOW_CUDA_CHECK(
-          cudaLaunchKernel(fill_sentinels_entry(), dim3(shape_.sm_count * 4), dim3(256), fill_args, 0, stream_.get()));
+          cudaLaunchKernel(fill_sentinels_entry(), dim3(shape_.sm_count * 4), dim3(256), fill_args, 0, stream));
       GRIDFLOW_CUDA_CHECK_LAUNCH();
     }
     void* args[] = {&view_, &r};
@@ -138,35 +176,50 @@ public:
     result.lean_kernel = lean;
     GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(lean ? lean_entry_ : entry_, dim3(shape_.grid_blocks),
                                                     dim3(shape_.threads_per_block), args, lean ? 0 : ring_bytes_,
-                                                    stream_.get()));
+                                                    stream));
     GRIDFLOW_CUDA_CHECK_LAUNCH();
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream_.get()));
-    GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    result.elapsed_ms = stop_.since(start_);
-    if (p_.mode == SyncMode::barrier || kernel_fill)
-      barrier_generations_ += result.barriers_per_block;
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(stop_.get(), stream));
+    // The run's error record comes back on the same stream, so finish() needs nothing but the last event.
+    GRIDFLOW_CUDA_CHECK(
+        cudaMemcpyAsync(error_.get(), state_.get(), sizeof(program::ErrorRecord), cudaMemcpyDeviceToHost, stream));
+    copy_staged(stream, false);
+    GRIDFLOW_CUDA_CHECK(cudaEventRecord(done_.get(), stream));
+    in_flight_ = true;
+  }
 
-    program::ErrorRecord error;
-    GRIDFLOW_CUDA_CHECK(cudaMemcpy(&error, state_.get(), sizeof error, cudaMemcpyDeviceToHost));
+  RunResult finish() override {
+    if (!in_flight_)
+      throw RuntimeError("gpu executor: finish() with no run in flight");
+    in_flight_ = false;
+    // Device faults (the context is lost) surface here, naming the call.
+    GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(done_.get()));
+    RunResult result = std::move(pending_);
+    result.elapsed_ms = stop_.since(start_);
+    if (pending_barriers_)
+      barrier_generations_ += result.barriers_per_block;
+    const program::ErrorRecord error = *error_.get();
     if (error.code != 0) {
       reset_state();
       throw DeviceError(error, p_);
     }
-    if (options.trace) {
+    if (pending_trace_) {
       // (Constructed, not resized: nvcc 13 rejects the relocation path of vector<TileTrace>::resize.)
       result.tiles = std::vector<program::TileTrace>(p_.tiles.size());
       result.barriers = std::vector<program::BarrierTrace>(std::size_t{shape_.grid_blocks} * result.barriers_per_block);
-      GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.tiles.data(), tile_trace_.get(),
-                                     result.tiles.size() * sizeof(program::TileTrace), cudaMemcpyDeviceToHost));
-      GRIDFLOW_CUDA_CHECK(cudaMemcpy(result.barriers.data(), barrier_trace_.get(),
-                                     result.barriers.size() * sizeof(program::BarrierTrace), cudaMemcpyDeviceToHost));
+      copy(result.tiles.data(), tile_trace_.get(), result.tiles.size() * sizeof(program::TileTrace),
+           cudaMemcpyDeviceToHost);
+      copy(result.barriers.data(), barrier_trace_.get(), result.barriers.size() * sizeof(program::BarrierTrace),
+           cudaMemcpyDeviceToHost);
     }
     return result;
   }
 
+  bool in_flight() const override { return in_flight_; }
+
   // One run as per-task launches: stream order replaces dependencies. With `graph`, the launches are captured
   // once into a CUDA Graph and replayed. Returns the milliseconds of each timed repetition.
   std::vector<double> time_launches(bool graph, int warmup, int repeat) {
+    refuse_in_flight("time launches");
     const void* task_entry = task_kernel_entry_for(shape_.threads_per_block);
     allow_dynamic_shared(task_entry, shape_.threads_per_block);
     for (const program::TaskDesc& t : p_.tasks)
@@ -236,10 +289,87 @@ private:
       throw RuntimeError(fmt::format("upload: buffer '{}' has the wrong dtype or size", b.name));
   }
 
-  // Zeroes the arena: epoch-valued counters and flags restart from run 1.
+  void refuse_in_flight(const char* what) const {
+    if (in_flight_)
+      throw RuntimeError(fmt::format("gpu executor: {} while a run is in flight (finish it first)", what));
+  }
+
+  // Buffer b's own device memory: at least 16 bytes, so zero-length buffers still have a distinct, aligned address.
+  DeviceBuffer own_memory(std::uint32_t b) const {
+    const BufferInfo& info = p_.buffers[b];
+    return DeviceBuffer(std::max<std::size_t>(16, static_cast<std::size_t>(info.elements) * dtype_size(info.dtype)));
+  }
+
+  // Device or managed memory of this executor's device, else RuntimeError naming the buffer.
+  void check_device_memory(const std::string& buffer, const void* data) const {
+    cudaPointerAttributes a{};
+    GRIDFLOW_CUDA_CHECK(cudaPointerGetAttributes(&a, data));
+    const bool device_memory = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+    if (!device_memory || a.device != device_.ordinal)
+      throw RuntimeError(fmt::format(
+          "bind: buffer '{}': the memory at {} is {}, the gpu backend runs on device memory "
+          "of device {}",
+          buffer, data,
+          device_memory ? fmt::format("on device {}", a.device)
+                        : std::string(a.type == cudaMemoryTypeHost ? "pinned host memory" : "not CUDA memory"),
+          device_.ordinal));
+  }
+
+  // Copies on the executor's own stream, waited for: a host copy never synchronizes with the caller's streams (the
+  // legacy default stream, which cudaMemcpy uses, would wait for every blocking one).
+  void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) const {
+    if (bytes == 0)
+      return;
+    GRIDFLOW_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream_.get()));
+    GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
+
+  // Between host memory `host` (the buffer's elements, contiguous) and where buffer b lives: the caller's memory
+  // (rows at its pitch when staged) or the executor's own.
+  void copy_home(std::uint32_t b, void* host, bool to_device) const {
+    const BufferInfo& info = p_.buffers[b];
+    const std::size_t bytes = static_cast<std::size_t>(info.elements) * dtype_size(info.dtype);
+    const BoundMemory& m = bound_[b];
+    if (m.data == nullptr || !m.staged) {
+      void* home = m.data != nullptr ? m.data : buffers_[b].get();
+      copy(to_device ? home : host, to_device ? host : home, bytes,
+           to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+      return;
+    }
+    if (m.rows == 0 || m.row_bytes == 0)
+      return;
+    const auto rows = static_cast<std::size_t>(m.rows);
+    if (to_device)
+      GRIDFLOW_CUDA_CHECK(cudaMemcpy2DAsync(m.data, m.pitch_bytes, host, m.row_bytes, m.row_bytes, rows,
+                                            cudaMemcpyHostToDevice, stream_.get()));
+    else
+      GRIDFLOW_CUDA_CHECK(cudaMemcpy2DAsync(host, m.row_bytes, m.data, m.pitch_bytes, m.row_bytes, rows,
+                                            cudaMemcpyDeviceToHost, stream_.get()));
+    GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
+
+  // Staged buffers on `stream`: the caller's rows into the executor's copy (`in`), or the written ones back.
+  void copy_staged(cudaStream_t stream, bool in) const {
+    for (std::uint32_t b = 0; b < bound_.size(); ++b) {
+      const BoundMemory& m = bound_[b];
+      if (m.data == nullptr || !m.staged || m.rows == 0 || m.row_bytes == 0 || (!in && !written_[b]))
+        continue;
+      void* own = buffers_[b].get();
+      const auto rows = static_cast<std::size_t>(m.rows);
+      if (in)
+        GRIDFLOW_CUDA_CHECK(cudaMemcpy2DAsync(own, m.row_bytes, m.data, m.pitch_bytes, m.row_bytes, rows,
+                                              cudaMemcpyDeviceToDevice, stream));
+      else
+        GRIDFLOW_CUDA_CHECK(cudaMemcpy2DAsync(m.data, m.pitch_bytes, own, m.row_bytes, m.row_bytes, rows,
+                                              cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+
+  // Zeroes the arena: epoch-valued counters and flags restart from run 1. On the executor's own stream, after the
+  // last run finished.
   void reset_state() {
-    GRIDFLOW_CUDA_CHECK(cudaMemset(state_.get(), 0, state_.bytes()));
-    GRIDFLOW_CUDA_CHECK(cudaDeviceSynchronize());
+    GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(state_.get(), 0, state_.bytes(), stream_.get()));
+    GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     epoch_ = 0;
     barrier_generations_ = 0;
   }
@@ -262,11 +392,19 @@ private:
   std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (copy_ring_bytes)
   DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_,
       d_table_, d_tile_instrs_, d_block_instrs_, state_;
-  std::vector<DeviceBuffer> buffers_;
+  std::vector<DeviceBuffer> buffers_; // own memory (none for a buffer bound directly)
+  std::vector<BoundMemory> bound_;    // per buffer: its caller memory (data == nullptr: none)
+  std::vector<void*> table_;          // per buffer: the address tiles use (d_table_ on the device)
+  std::vector<bool> written_;         // written_buffers(p_)
   DeviceBuffer tile_trace_, barrier_trace_;
   program::ProgramView view_;
-  Stream stream_;
-  Event start_, stop_;
+  Stream stream_; // run() and every host copy
+  Event start_, stop_, done_;
+  Pinned<program::ErrorRecord> error_; // the run's error record, copied back on its stream
+  RunResult pending_;                  // the run in flight: all but what finish() measures and reads
+  bool pending_trace_ = false;
+  bool pending_barriers_ = false;
+  bool in_flight_ = false;
   std::uint32_t epoch_ = 0;
   std::uint64_t barrier_generations_ = 0;
 };
