@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
+#include <iterator>
 #include <limits>
-#include <sstream>
+#include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -17,17 +19,32 @@ namespace {
 
 constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
 
-// The first number after `key` in `path` (e.g. "MemAvailable:" in /proc/meminfo, in kB there), or nullopt.
+// The first number after `key` in `path` (e.g. "MemAvailable:" in /proc/meminfo, in kB there), or the file's first
+// word as a number without a key (memory.max), or nullopt ("max" and the like: no limit). Parsed with from_chars:
+// no stream or locale takes part, so a host process whose C++ library state is not ours (Python with torch loaded,
+// where stream reads came back empty) reads the same numbers.
 std::optional<std::uint64_t> read_number(const std::string& path, const std::string& key = {}) {
-  std::ifstream in(path);
-  std::string word;
-  while (in >> word) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  std::size_t i = 0;
+  const auto next_word = [&]() -> std::string_view {
+    while (i < text.size() && is_space(text[i]))
+      ++i;
+    const std::size_t begin = i;
+    while (i < text.size() && !is_space(text[i]))
+      ++i;
+    return std::string_view(text).substr(begin, i - begin);
+  };
+  for (std::string_view word = next_word(); !word.empty(); word = next_word()) {
     if (!key.empty() && word != key)
       continue;
+    const std::string_view number = key.empty() ? word : next_word();
     std::uint64_t v = 0;
-    if (in >> v)
-      return v;
-    return std::nullopt; // "max" and the like: no limit
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+    if (ec != std::errc() || end != number.data() + number.size())
+      return std::nullopt;
+    return v;
   }
   return std::nullopt;
 }

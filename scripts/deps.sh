@@ -38,6 +38,15 @@ int main() { CLI::App app; return 0; }' || need libcli11-dev
 int main(int c, char** v) { testing::InitGoogleTest(&c, v); return 0; }' -lgtest -pthread || need libgtest-dev
 fi
 
+# The Python package is built when Python's headers and nanobind are found (CMake's GRIDFLOW_BUILD_PYTHON=AUTO) and
+# tested when pytest and numpy are: pip installs what is missing where pip may (not into an externally managed
+# system Python); without them the C++ build and tests go on alone.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c "import nanobind, numpy, pytest" >/dev/null 2>&1; then
+  echo "gridflow: installing nanobind, scikit-build-core, numpy and pytest for $(python3 --version 2>&1) (pip)" >&2
+  python3 -m pip install --quiet nanobind scikit-build-core numpy pytest >/dev/null 2>&1 ||
+    echo "gridflow: pip could not install them: the Python package is not built" >&2
+fi
+
 if ((${#missing[@]})); then
   echo "gridflow: missing ${missing[*]}; installing through apt" >&2
   SUDO=""
