@@ -327,7 +327,11 @@ NB_MODULE(_gridflow, m) {
       .def(
           "validate", [](const Graph& g) { analyze(g); },
           "Raises GraphError naming the task or buffer, field and value.")
-      .def("to_json", &graph_to_json, "indent"_a = 2);
+      .def("to_json", &graph_to_json, "indent"_a = 2)
+      .def(
+          "save",
+          [](const Graph& g, const std::string& path, int indent) { write_text(path, graph_to_json(g, indent)); },
+          "path"_a, "indent"_a = 2, "Writes the graph as JSON (the format load_graph reads).");
   m.def(
       "graph_from_json",
       [](const std::string& text, const std::string& source) { return graph_from_json(text, source); }, "text"_a,

@@ -82,8 +82,10 @@ def test_every_op_and_option_is_reachable():
     assert sorted(g.task_names) == sorted(["r", "sc", "h", "o", "p", "se", "ls", "m"])
 
 
-def test_json_round_trip_and_example_graphs():
+def test_json_round_trip_and_example_graphs(tmp_path):
     g = softmax_sums()
+    g.save(str(tmp_path / "g.json"))
+    assert gf.load_graph(str(tmp_path / "g.json")).to_json() == g.to_json()
     again = gf.graph_from_json(g.to_json())
     a, b = gf.Session(g, backend="cpu"), gf.Session(again, backend="cpu")
     a.run()
