@@ -271,28 +271,19 @@ RunResult CpuExecutor::run_now(const ExecOptions& options) {
                                                p.block_tiles.empty() ? nullptr : block_descs_.data(), table.data(),
                                                sentinels.data(), arena_->bytes});
 
-  const bool kernel_fill = p.mode == SyncMode::sentinel && options.sentinel_fill == SentinelFill::kernel;
+  const bool kernel_fill = kernel_fills_sentinels(p, options);
+  program::RunParams r = run_params(p, options, ++epoch_, barrier_generations_);
   RunResult result;
   result.blocks = p.grid_blocks;
-  result.barriers_per_block = p.barriers_per_run + (kernel_fill ? 1u : 0u);
+  result.barriers_per_block = r.barriers_in_run;
   if (options.trace) {
     result.tiles.assign(p.tiles.size(), program::TileTrace{});
     for (auto& t : result.tiles)
       t.tile = program::kNoTile;
     result.barriers.assign(std::size_t{p.grid_blocks} * result.barriers_per_block, program::BarrierTrace{});
   }
-  program::RunParams r;
-  r.epoch = ++epoch_;
-  r.sentinel_fill = kernel_fill ? 1u : 0u;
-  r.barrier_base = barrier_generations_;
-  r.timeout_ns = options.timeout_ns;
-  r.pacing = options.pacing;
-  r.wait_pacing = options.wait_pacing;
   r.tile_trace = options.trace ? result.tiles.data() : nullptr;
   r.barrier_trace = options.trace ? result.barriers.data() : nullptr;
-  r.barriers_in_run = result.barriers_per_block;
-  r.fault_skip_signal_tile = options.fault_skip_signal_tile;
-  r.claim_ahead = options.claim_ahead ? 1u : 0u;
 
   const auto start = std::chrono::steady_clock::now();
   if (p.mode == SyncMode::sentinel && !kernel_fill)

@@ -34,6 +34,16 @@ struct ExecOptions {
 // what a staged binding copies back after a run.
 std::vector<bool> written_buffers(const LoweredProgram& program);
 
+// Whether a run with `options` fills the sentinels in the megakernel's prologue (sentinel mode, SentinelFill::kernel):
+// one more grid barrier per block.
+bool kernel_fills_sentinels(const LoweredProgram& program, const ExecOptions& options);
+
+// The parameters of one run of `program` with `options`, as both executors pass them: run number `epoch` on the
+// state arena, `barrier_base` barrier generations completed on it before. Trace buffers and the GPU's ring size are
+// the executor's to add.
+program::RunParams run_params(const LoweredProgram& program, const ExecOptions& options, std::uint32_t epoch,
+                              std::uint64_t barrier_base);
+
 class Executor {
 public:
   virtual ~Executor() = default;

@@ -136,25 +136,16 @@ public:
     if (epoch_ >= 0xfffffff0u)
       reset_state();
     const bool sentinel = p_.mode == SyncMode::sentinel;
-    const bool kernel_fill = sentinel && options.sentinel_fill == SentinelFill::kernel;
+    const bool kernel_fill = kernel_fills_sentinels(p_, options);
+    program::RunParams r = run_params(p_, options, ++epoch_, barrier_generations_);
+    r.ring_bytes = ring_bytes_;
     RunResult& result = pending_;
     result = RunResult{};
     result.blocks = shape_.grid_blocks;
-    result.barriers_per_block = p_.barriers_per_run + (kernel_fill ? 1u : 0u);
+    result.barriers_per_block = r.barriers_in_run;
     pending_trace_ = options.trace;
     pending_barriers_ = p_.mode == SyncMode::barrier || kernel_fill; // grid barriers move the generation base
 
-    program::RunParams r;
-    r.epoch = ++epoch_;
-    r.sentinel_fill = kernel_fill ? 1u : 0u;
-    r.barrier_base = barrier_generations_;
-    r.timeout_ns = options.timeout_ns;
-    r.pacing = options.pacing;
-    r.wait_pacing = options.wait_pacing;
-    r.ring_bytes = ring_bytes_;
-    r.fault_skip_signal_tile = options.fault_skip_signal_tile;
-    r.claim_ahead = options.claim_ahead ? 1u : 0u;
-    r.barriers_in_run = result.barriers_per_block;
     if (options.trace) {
       ensure_trace(result.barriers_per_block);
       GRIDFLOW_CUDA_CHECK(cudaMemsetAsync(tile_trace_.get(), 0, tile_trace_.bytes(), stream));
