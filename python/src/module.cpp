@@ -185,8 +185,8 @@ public:
   }
 
 private:
+  std::map<std::string, nb::ndarray<>> bound_; // released after the session (which waits for a run in flight)
   Session s_;
-  std::map<std::string, nb::ndarray<>> bound_;
 };
 
 SessionOptions& set_backend(SessionOptions& o, const std::string& v) {

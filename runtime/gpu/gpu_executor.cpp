@@ -71,6 +71,14 @@ public:
     }
   }
 
+  // A run still in flight is waited for: its kernel reads the buffers and bound memory this releases.
+  ~GpuExecutor() override {
+    if (in_flight_)
+      GRIDFLOW_CUDA_CHECK_NOEXCEPT(cudaEventSynchronize(done_.get()));
+  }
+  GpuExecutor(const GpuExecutor&) = delete;
+  GpuExecutor& operator=(const GpuExecutor&) = delete;
+
   const LoweredProgram& program() const override { return p_; }
 
   std::string describe() const override {
