@@ -38,7 +38,8 @@ BoundMemory plan_binding(const Buffer& b, const ExternalTensor& m, int device) {
   const std::int64_t n = b.elements();
   const std::int64_t rows = b.is_matrix() ? b.shape[0] : 1;
   const std::int64_t cols = b.is_matrix() ? b.shape[1] : n;
-  const bool contiguous = m.row_stride == 0 || (m.row_stride == cols && b.is_matrix());
+  // One row has no stride to speak of; rows at a stride of cols are contiguous.
+  const bool contiguous = m.row_stride == 0 || (b.is_matrix() && (m.row_stride == cols || rows <= 1));
   if (!contiguous && !b.is_matrix())
     refuse("bind.row_stride", std::to_string(m.row_stride),
            fmt::format("only a [rows, cols] buffer has rows; this one's shape is [{}]", n));
@@ -60,13 +61,17 @@ BoundMemory plan_binding(const Buffer& b, const ExternalTensor& m, int device) {
                : fmt::format("{} rows of {} at a stride of {} need at least {}", rows, cols, m.row_stride, need));
   if (m.data == nullptr && n > 0)
     refuse("bind.data", "null", "the buffer has elements");
+  // The extent in bytes (which bounds the row pitch) must be addressable.
+  const std::size_t size = dtype_size(b.dtype);
+  if (!checked::mul(need, static_cast<std::int64_t>(size)))
+    refuse(contiguous ? "bind.elements" : "bind.row_stride", std::to_string(contiguous ? m.elements : m.row_stride),
+           "the memory's extent overflows a 64-bit byte count");
 
   BoundMemory out;
   out.data = m.data;
   const auto address = reinterpret_cast<std::uintptr_t>(m.data);
   out.staged = !contiguous || address % kDirectAlignment != 0;
   if (out.staged) {
-    const std::size_t size = dtype_size(b.dtype);
     out.rows = contiguous ? 1 : rows;
     out.row_bytes = static_cast<std::size_t>(contiguous ? n : cols) * size;
     out.pitch_bytes = contiguous ? out.row_bytes : static_cast<std::size_t>(m.row_stride) * size;

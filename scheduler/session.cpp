@@ -241,8 +241,9 @@ RunResult Session::run(const ExecOptions& exec) {
 void Session::run_async(StreamHandle stream) {
   if (executor_->in_flight())
     throw RuntimeError("run_async: a run of this session is in flight; wait() for it first");
-  if (buffers_taken_ || std::find(stale_.begin(), stale_.end(), true) != stale_.end()) {
-    fill_unbound(!buffers_taken_);
+  // A run() leaves every unbound buffer stale (the CPU executor's were handed over as the results).
+  if (std::find(stale_.begin(), stale_.end(), true) != stale_.end()) {
+    fill_unbound(true);
     // The host copies are made again when asked for (run, check, initial): nothing is kept for the runs.
     initial_.clear();
     initial_.shrink_to_fit();

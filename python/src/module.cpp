@@ -3,6 +3,7 @@
 // (gridflow/__init__.py turns them into Python objects). Errors keep the C++ messages: GraphError (a ValueError)
 // for bad input, GridflowError (a RuntimeError) for runtime failures, DeviceError (a GridflowError) for what a
 // run recorded.
+#include "runtime/checked_math.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/version.hpp"
 #include "scheduler/analysis.hpp"
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,11 +171,17 @@ public:
     const std::size_t last = a.ndim() == 0 ? 0 : a.ndim() - 1;
     if (a.ndim() > 0 && a.shape(last) > 1 && a.stride(last) != 1)
       refuse("bind.strides", fmt::format("{}", a.stride(last)), "the last dimension must be contiguous");
-    if (a.ndim() == 2 && b.elements() > 0) {
-      if (a.stride(0) < 0)
-        refuse("bind.strides", fmt::format("{}", a.stride(0)), "rows cannot run backwards");
-      t.row_stride = a.shape(0) > 1 ? a.stride(0) : b.shape[1];
-      t.elements = (b.shape[0] - 1) * t.row_stride + b.shape[1];
+    if (a.ndim() == 2 && b.elements() > 0 && a.shape(0) > 1) {
+      // Rows closer than a row apart (a broadcast row, a transposed view) would overlap.
+      if (a.stride(0) < b.shape[1])
+        refuse("bind.strides", fmt::format("{}", a.stride(0)),
+               fmt::format("rows must be at least {} elements apart", b.shape[1]));
+      t.row_stride = a.stride(0);
+      const std::optional<std::int64_t> span = checked::mul(b.shape[0] - 1, t.row_stride);
+      const std::optional<std::int64_t> extent = span ? checked::add(*span, b.shape[1]) : std::nullopt;
+      if (!extent)
+        refuse("bind.strides", fmt::format("{}", a.stride(0)), "the rows' extent overflows a 64-bit count");
+      t.elements = *extent;
     }
     s_.bind(name, t);
     bound_[name] = std::move(a);

@@ -155,6 +155,10 @@ def test_bind_refuses_a_mismatch_naming_the_buffer_and_field():
         s.bind("x", np.zeros((ROWS, COLS + 1), np.float32))
     with pytest.raises(gf.GraphError, match="buffer 'x': bind.strides"):
         s.bind("x", np.zeros((ROWS, 2 * COLS), np.float32)[:, ::2])
+    row = np.zeros((1, COLS), np.float32)
+    broadcast = np.lib.stride_tricks.as_strided(row, shape=(ROWS, COLS), strides=(0, 4), writeable=True)
+    with pytest.raises(gf.GraphError, match="buffer 'x': bind.strides = 0: rows must be at least 200 elements apart"):
+        s.bind("x", broadcast)  # one row's memory seen as 24: binding it would reach past it
     with pytest.raises(gf.GraphError, match="buffer 'nope'"):
         s.bind("nope", np.zeros(3, np.float32))
     assert not s.is_bound("x")

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -107,6 +108,11 @@ TEST(Binding, RefusesMemoryThatDoesNotFitTheBufferNamingTheField) {
   Buffer huge = m;
   huge.shape = {std::int64_t{1} << 40, 10};
   expect(refusal(huge, host_tensor(mem, 64, std::int64_t{1} << 30)), "bind.row_stride", "overflow");
+  // Rows that fit an element count but not a byte count.
+  Buffer two_rows = m;
+  two_rows.shape = {2, 10};
+  expect(refusal(two_rows, host_tensor(mem, std::numeric_limits<std::int64_t>::max(), std::int64_t{1} << 62)),
+         "bind.row_stride", "byte count");
 }
 
 TEST(Binding, AlignedContiguousMemoryBindsDirectlyTheRestIsStaged) {
@@ -123,6 +129,9 @@ TEST(Binding, AlignedContiguousMemoryBindsDirectlyTheRestIsStaged) {
   EXPECT_EQ(strided.rows, 4);
   EXPECT_EQ(strided.row_bytes, 40u);
   EXPECT_EQ(strided.pitch_bytes, 48u);
+  Buffer one_row = m;
+  one_row.shape = {1, 10};
+  EXPECT_FALSE(plan_binding(one_row, host_tensor(mem, 10, 1000), kHostMemory).staged); // one row has no stride
   const BoundMemory unaligned = plan_binding(m, host_tensor(mem + 1, 40), kHostMemory);
   EXPECT_TRUE(unaligned.staged);
   EXPECT_EQ(unaligned.rows, 1);
