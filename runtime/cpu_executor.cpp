@@ -1,9 +1,9 @@
 #include "runtime/cpu_executor.hpp"
 
+#include "runtime/cpu_block.hpp"
 #include "runtime/cpu_ops.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/interpreter.hpp"
-#include "runtime/tiles.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,6 @@
 #include <exception>
 #include <mutex>
 #include <new>
-#include <span>
 #include <thread>
 
 namespace gridflow {
@@ -32,97 +31,6 @@ struct CpuExecutor::Arena {
 };
 
 namespace {
-
-// On-chip forwarding as the CPU checks it: which tile each forwarded tile takes its input from, and which tiles'
-// outputs are taken.
-struct ForwardPlan {
-  std::vector<std::uint32_t> source; // per tile: its list predecessor when forwarded, else kNoTile
-  std::vector<std::uint8_t> feeds;   // per tile: some forwarded tile takes its output
-  bool empty() const { return source.empty(); }
-};
-
-ForwardPlan forward_plan(const LoweredProgram& p) {
-  ForwardPlan f;
-  if (p.forwarded.empty())
-    return f;
-  f.source.assign(p.tiles.size(), program::kNoTile);
-  f.feeds.assign(p.tiles.size(), 0);
-  for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b)
-    for (std::uint32_t i = p.block_begin[b] + 1; i < p.block_begin[b + 1]; ++i) {
-      const std::uint32_t g = p.block_tiles[i], prev = p.block_tiles[i - 1];
-      if (g < p.tiles.size() && prev < p.tiles.size() && p.forwarded[g]) {
-        f.source[g] = prev;
-        f.feeds[prev] = 1;
-      }
-    }
-  return f;
-}
-
-// The words of one row of a tile's input (`input`) or output view, for the forwarding check.
-std::span<const std::uint32_t> row_words(const program::ProgramView& v, std::uint32_t tile, bool input) {
-  const program::TaskDesc& t = v.tasks[v.tiles[tile].task];
-  const program::ItemRange rows = program::tile_items(t, v.tiles[tile].index);
-  const auto* base = static_cast<const std::uint32_t*>(v.buffers[input ? t.in_buffer : t.out_buffer]);
-  const std::int64_t first = (input ? t.in_offset : t.out_offset) + rows.begin * t.cols;
-  return {base + first, static_cast<std::size_t>(t.cols)};
-}
-
-// One CPU worker as an interpreter Block: a single thread, always the leader, no block barrier needed.
-class CpuBlock {
-public:
-  CpuBlock(const program::ProgramView& v, const program::RunParams& r, std::uint32_t index, const ForwardPlan& f)
-      : v_(v), r_(r), index_(index), forward_(f) {}
-
-  const program::ProgramView& view() const { return v_; }
-  const program::RunParams& params() const { return r_; }
-  std::uint32_t index() const { return index_; }
-  bool is_leader() const { return true; }
-  void sync() {}
-  void ready() {}
-  std::uint32_t signal_flags(std::uint32_t task) const { return v_.tasks[task].flags; }
-  std::uint32_t share(std::uint32_t v) { return v; }
-  std::uint32_t smid() const { return index_; }
-  void stage(std::uint32_t, const program::TileDesc&, std::uint32_t) {}
-  // Runs the tile. A forwarded tile first checks what the GPU's lean megakernel relies on: its input row is, bit for
-  // bit, what this block's previous tile wrote (the lowering's forwarding decision, checked on every CPU run).
-  bool execute(std::uint32_t tile) {
-    if (!forward_.empty() && forward_.source[tile] != program::kNoTile) {
-      const std::span<const std::uint32_t> now = row_words(v_, tile, true);
-      if (last_tile_ != forward_.source[tile] || !std::equal(now.begin(), now.end(), kept_.begin(), kept_.end())) {
-        program::ErrorRecord e;
-        e.code = static_cast<std::uint32_t>(program::ErrorCode::forward_mismatch);
-        e.block = index_;
-        e.tile = tile;
-        e.task = v_.tiles[tile].task;
-        protocol::raise_error(reinterpret_cast<program::ControlBlock*>(v_.state), e);
-        return false;
-      }
-    }
-    const bool ok = cpu::execute_tile(v_, r_, index_, tile);
-    if (ok && !forward_.empty() && forward_.feeds[tile]) {
-      const std::span<const std::uint32_t> out = row_words(v_, tile, false);
-      kept_.assign(out.begin(), out.end());
-    }
-    last_tile_ = tile;
-    return ok;
-  }
-  void fill_sentinels() { cpu::fill_sentinels(v_, index_, v_.grid_blocks); }
-  bool level_barrier(std::uint64_t generation) {
-    // Both level modes use gridflow's barrier on the CPU (cooperative_groups exists only on the GPU).
-    const program::Arena arena{v_.state, v_.layout};
-    protocol::barrier_arrive(arena.barrier_counter());
-    const protocol::WaitSite site{arena.control(), r_.timeout_ns, index_, program::kNoTile, 0, r_.pacing};
-    return protocol::barrier_wait(site, arena.barrier_counter(), generation, v_.grid_blocks);
-  }
-
-private:
-  const program::ProgramView& v_;
-  const program::RunParams& r_;
-  std::uint32_t index_;
-  const ForwardPlan& forward_;
-  std::uint32_t last_tile_ = program::kNoTile;
-  std::vector<std::uint32_t> kept_; // the output row of the last tile a forwarded tile takes
-};
 
 // Copies `rows` rows of `row_bytes` from `src` (rows `src_pitch` bytes apart) to `dst` (rows `dst_pitch` apart).
 void copy_rows(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
@@ -291,7 +199,7 @@ RunResult CpuExecutor::run_now(const ExecOptions& options) {
   // A worker that throws (out of memory, say) aborts the run: the others leave at their next check, and the first
   // exception is raised here once every worker has joined. Nothing escapes a worker thread.
   auto* control = reinterpret_cast<program::ControlBlock*>(arena_->bytes);
-  const ForwardPlan forward = forward_plan(p);
+  const cpu::ForwardPlan forward = cpu::forward_plan(p);
   std::mutex failure_mutex;
   std::exception_ptr failure;
   {
@@ -300,7 +208,7 @@ RunResult CpuExecutor::run_now(const ExecOptions& options) {
     for (std::uint32_t w = 0; w < p.grid_blocks; ++w)
       workers.emplace_back([&, w] {
         try {
-          CpuBlock blk(v, r, w, forward);
+          cpu::CpuBlock blk(v, r, w, forward);
           program::interpret(blk);
         } catch (...) {
           {

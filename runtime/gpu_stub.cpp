@@ -2,6 +2,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/gpu_baselines.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "runtime/resident_backend.hpp"
 
 namespace gridflow {
 
@@ -10,6 +11,11 @@ GpuShape plan_gpu_shape(std::uint32_t, std::uint32_t) {
 }
 
 std::unique_ptr<Executor> make_gpu_executor(LoweredProgram, const GpuShape&) {
+  throw RuntimeError("this gridflow was built without its GPU backend (no CUDA compiler at build time)");
+}
+
+std::unique_ptr<ResidentBackend> make_gpu_resident(const GpuShape&, std::uint32_t, std::uint32_t,
+                                                   const resident::IdlePacing&) {
   throw RuntimeError("this gridflow was built without its GPU backend (no CUDA compiler at build time)");
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call over a carried tree (scripts/build-for-device.sh, packed as devtree.tar.xz): the chain and pattern
-# benchmarks against the lean baselines, the bound-memory benchmark, the GPU tests, the sanitizers and the set-up
+# benchmarks against the lean baselines, the bound-memory benchmark, the resident runtime's serve-bench, the GPU tests, the sanitizers and the set-up
 # probe, into OUTDIR.
-#   scripts/device-lean-run.sh OUTDIR [chain,patterns,bound,tests,deps,sanitize]
+#   scripts/device-lean-run.sh OUTDIR [chain,patterns,bound,serve,tests,deps,sanitize]
 set -uo pipefail
 out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
 stages=${2:-deps,chain,patterns,tests}
@@ -31,6 +31,24 @@ fi
 if has bound; then
   timeout 200 devtree/bench/gridflow_bench_bound --json "$out/bound.json" >"$out/bound.log" 2>&1
   note bound "rc=$?"
+fi
+if has serve; then
+  # Each graph at the default configuration, then with the static schedule and at one block per SM (SERVE_VARIANTS=0:
+  # the default only).
+  for g in bench/graphs/one_tile.json examples/graphs/attention_rows.json examples/graphs/moe_routing.json; do
+    name=$(basename "$g" .json)
+    n=20000
+    [ "$name" = one_tile ] || n=5000
+    variants=("default:" "static:--schedule static" "static-1sm:--schedule static --blocks-per-sm 1")
+    [ "${SERVE_VARIANTS:-1}" = 0 ] && variants=("default:")
+    for v in "${variants[@]}"; do
+      tag=${v%%:*}
+      # shellcheck disable=SC2086
+      timeout 100 devtree/gridflow serve-bench "$g" --submissions "$n" ${v#*:} --json "$out/serve-$name-$tag.json" \
+        >"$out/serve-$name-$tag.log" 2>&1
+      note "serve $name $tag" "rc=$?"
+    done
+  done
 fi
 if has tests; then
   GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-20} timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-300}" \

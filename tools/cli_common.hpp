@@ -69,5 +69,6 @@ void add_lower(CLI::App& app, Commands& commands);
 void add_run(CLI::App& app, Commands& commands);
 void add_profile(CLI::App& app, Commands& commands);
 void add_bench(CLI::App& app, Commands& commands);
+void add_serve_bench(CLI::App& app, Commands& commands);
 
 } // namespace gridflow::cli

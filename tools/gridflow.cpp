@@ -5,6 +5,7 @@
 //   gridflow run GRAPH [options] [--check]      run a graph (GPU when present, else the CPU backend)
 //   gridflow profile GRAPH [options]            every sync mode and the baselines side by side
 //   gridflow bench sync [options]               microbenchmarks of the synchronization primitives
+//   gridflow serve-bench GRAPH [options]        submission round trips to the resident runtime vs relaunches
 //
 // Exit codes: 0 success; 1 runtime failure (device error, watchdog, failed --check, I/O); 2 bad input (usage,
 // malformed or invalid graph). Errors are one line on stderr.
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   cli::add_run(app, commands);
   cli::add_profile(app, commands);
   cli::add_bench(app, commands);
+  cli::add_serve_bench(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -5,6 +5,11 @@ a graph on the CPU backend or the GPU, over its own buffers or over numpy arrays
 producer bound without copies (``Session.bind``), on the caller's CUDA stream (``Session.run_async``). Errors keep
 the C++ messages: ``GraphError`` (a ``ValueError``) for bad input, ``GridflowError`` (a ``RuntimeError``) for runtime
 failures, ``DeviceError`` (a ``GridflowError``) for what a run recorded (watchdog, corrupt program).
+
+``ResidentSession`` is the resident runtime: ``start()`` launches the megakernel once, ``add(graph)`` uploads a
+graph, ``submit(handle, {name: tensor})`` returns a ticket and ``wait(ticket)`` its times. Submissions are not ordered
+with the caller's CUDA streams: finish the work that writes a submission's tensors first (for torch,
+``torch.cuda.current_stream().synchronize()``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from ._gridflow import (  # noqa: F401  (the public names)
     GraphError,
     GridflowError,
     Iota,
+    ResidentResult,
+    ResidentSession,
     RunResult,
     SessionOptions,
     Uniform,
@@ -36,7 +43,7 @@ from . import _gridflow
 
 __all__ = [
     "HOST_MEMORY", "CheckReport", "Constant", "DeviceError", "File", "Graph", "GraphError", "GridflowError", "Iota",
-    "RunResult", "Session", "SessionOptions", "Uniform", "View", "__version__", "graph_from_json", "load_graph",
+    "ResidentResult", "ResidentSession", "RunResult", "Session", "SessionOptions", "Uniform", "View", "__version__", "graph_from_json", "load_graph",
     "options", "profile", "source_commit",
 ]
 

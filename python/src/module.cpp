@@ -11,6 +11,7 @@
 #include "scheduler/json_format.hpp"
 #include "scheduler/profile.hpp"
 #include "scheduler/report.hpp"
+#include "scheduler/resident_session.hpp"
 #include "scheduler/session.hpp"
 #include "scheduler/trace_analysis.hpp"
 
@@ -18,6 +19,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -132,6 +134,52 @@ Task& with_after(Task& t, const std::vector<std::string>& after) {
 
 // ---- sessions -------------------------------------------------------------------------------------------------
 
+// Caller memory for buffer `b` from a DLPack tensor: its shape, dtype and device, rows possibly strided. GraphError
+// naming the buffer and the field for anything that does not fit.
+ExternalTensor external_of(const Buffer& b, const nb::ndarray<>& a) {
+  const std::string& name = b.name;
+  const auto refuse = [&](std::string_view field, const std::string& value, const std::string& why) {
+    throw_buffer_error(name, field, value, why);
+  };
+  std::vector<std::int64_t> shape;
+  for (std::size_t d = 0; d < a.ndim(); ++d)
+    shape.push_back(static_cast<std::int64_t>(a.shape(d)));
+  if (shape != b.shape)
+    refuse("bind.shape", shape_text(shape), fmt::format("the buffer's shape is {}", shape_text(b.shape)));
+  ExternalTensor t;
+  t.data = a.data();
+  t.elements = b.elements();
+  if (a.dtype() == nb::dtype<float>())
+    t.dtype = DType::f32;
+  else if (a.dtype() == nb::dtype<std::int32_t>())
+    t.dtype = DType::i32;
+  else
+    refuse("bind.dtype", fmt::format("code {}, {} bits", int(a.dtype().code), int(a.dtype().bits)),
+           fmt::format("gridflow buffers are float32 or int32; this one is {}", to_string(b.dtype)));
+  if (a.device_type() == nb::device::cpu::value)
+    t.device = kHostMemory;
+  else if (a.device_type() == nb::device::cuda::value || a.device_type() == nb::device::cuda_managed::value)
+    t.device = a.device_id();
+  else
+    refuse("bind.device", fmt::format("DLPack device type {}", a.device_type()), "only CPU or CUDA memory binds");
+  const std::size_t last = a.ndim() == 0 ? 0 : a.ndim() - 1;
+  if (a.ndim() > 0 && a.shape(last) > 1 && a.stride(last) != 1)
+    refuse("bind.strides", fmt::format("{}", a.stride(last)), "the last dimension must be contiguous");
+  if (a.ndim() == 2 && b.elements() > 0 && a.shape(0) > 1) {
+    // Rows closer than a row apart (a broadcast row, a transposed view) would overlap.
+    if (a.stride(0) < b.shape[1])
+      refuse("bind.strides", fmt::format("{}", a.stride(0)),
+             fmt::format("rows must be at least {} elements apart", b.shape[1]));
+    t.row_stride = a.stride(0);
+    const std::optional<std::int64_t> span = checked::mul(b.shape[0] - 1, t.row_stride);
+    const std::optional<std::int64_t> extent = span ? checked::add(*span, b.shape[1]) : std::nullopt;
+    if (!extent)
+      refuse("bind.strides", fmt::format("{}", a.stride(0)), "the rows' extent overflows a 64-bit count");
+    t.elements = *extent;
+  }
+  return t;
+}
+
 // A session and the caller's tensors it is bound to, kept alive while bound.
 class PySession {
 public:
@@ -143,46 +191,7 @@ public:
     const auto it = s_.analysis().buffer_index.find(name);
     if (it == s_.analysis().buffer_index.end())
       throw_buffer_error(name, "name", name, "the graph has no such buffer");
-    const Buffer& b = s_.graph().buffers()[it->second];
-    const auto refuse = [&](std::string_view field, const std::string& value, const std::string& why) {
-      throw_buffer_error(name, field, value, why);
-    };
-    std::vector<std::int64_t> shape;
-    for (std::size_t d = 0; d < a.ndim(); ++d)
-      shape.push_back(static_cast<std::int64_t>(a.shape(d)));
-    if (shape != b.shape)
-      refuse("bind.shape", shape_text(shape), fmt::format("the buffer's shape is {}", shape_text(b.shape)));
-    ExternalTensor t;
-    t.data = a.data();
-    t.elements = b.elements();
-    if (a.dtype() == nb::dtype<float>())
-      t.dtype = DType::f32;
-    else if (a.dtype() == nb::dtype<std::int32_t>())
-      t.dtype = DType::i32;
-    else
-      refuse("bind.dtype", fmt::format("code {}, {} bits", int(a.dtype().code), int(a.dtype().bits)),
-             fmt::format("gridflow buffers are float32 or int32; this one is {}", to_string(b.dtype)));
-    if (a.device_type() == nb::device::cpu::value)
-      t.device = kHostMemory;
-    else if (a.device_type() == nb::device::cuda::value || a.device_type() == nb::device::cuda_managed::value)
-      t.device = a.device_id();
-    else
-      refuse("bind.device", fmt::format("DLPack device type {}", a.device_type()), "only CPU or CUDA memory binds");
-    const std::size_t last = a.ndim() == 0 ? 0 : a.ndim() - 1;
-    if (a.ndim() > 0 && a.shape(last) > 1 && a.stride(last) != 1)
-      refuse("bind.strides", fmt::format("{}", a.stride(last)), "the last dimension must be contiguous");
-    if (a.ndim() == 2 && b.elements() > 0 && a.shape(0) > 1) {
-      // Rows closer than a row apart (a broadcast row, a transposed view) would overlap.
-      if (a.stride(0) < b.shape[1])
-        refuse("bind.strides", fmt::format("{}", a.stride(0)),
-               fmt::format("rows must be at least {} elements apart", b.shape[1]));
-      t.row_stride = a.stride(0);
-      const std::optional<std::int64_t> span = checked::mul(b.shape[0] - 1, t.row_stride);
-      const std::optional<std::int64_t> extent = span ? checked::add(*span, b.shape[1]) : std::nullopt;
-      if (!extent)
-        refuse("bind.strides", fmt::format("{}", a.stride(0)), "the rows' extent overflows a 64-bit count");
-      t.elements = *extent;
-    }
+    const ExternalTensor t = external_of(s_.graph().buffers()[it->second], a);
     s_.bind(name, t);
     bound_[name] = std::move(a);
   }
@@ -195,6 +204,76 @@ public:
 private:
   std::map<std::string, nb::ndarray<>> bound_; // released after the session (which waits for a run in flight)
   Session s_;
+};
+
+// A resident runtime and the caller's tensors of every submission not yet waited for (released by its wait).
+class PyResident {
+public:
+  explicit PyResident(const ResidentOptions& o) : r_(o) {}
+
+  ResidentSession& session() { return r_; }
+
+  ResidentSession::Ticket submit(ResidentSession::Handle h, const nb::dict& tensors, bool block) {
+    std::vector<Binding> bindings;
+    std::vector<nb::ndarray<>> keep;
+    const Graph& g = r_.graph(h);
+    for (auto [key, value] : tensors) {
+      const std::string name = nb::cast<std::string>(key);
+      const auto it =
+          std::find_if(g.buffers().begin(), g.buffers().end(), [&](const Buffer& b) { return b.name == name; });
+      if (it == g.buffers().end())
+        throw_buffer_error(name, "name", name, "the graph has no such buffer");
+      nb::ndarray<> a = nb::cast<nb::ndarray<>>(value);
+      bindings.push_back({name, external_of(*it, a)});
+      keep.push_back(std::move(a));
+    }
+    std::optional<ResidentSession::Ticket> t;
+    {
+      nb::gil_scoped_release release;
+      t = block ? std::optional(r_.submit(h, bindings)) : r_.try_submit(h, bindings);
+    }
+    if (!t)
+      return kNoTicket;
+    held_[*t] = std::move(keep);
+    return *t;
+  }
+
+  ResidentResult wait(ResidentSession::Ticket t) {
+    struct Release { // the tensors go once the run is over, whether it succeeded or not
+      PyResident& self;
+      ResidentSession::Ticket t;
+      ~Release() { self.held_.erase(t); }
+    } release{*this, t};
+    nb::gil_scoped_release unlocked;
+    return r_.wait(t);
+  }
+
+  void wait_all() {
+    {
+      nb::gil_scoped_release unlocked;
+      try {
+        r_.wait_all();
+      } catch (...) {
+        nb::gil_scoped_acquire locked;
+        held_.clear();
+        throw;
+      }
+    }
+    held_.clear();
+  }
+
+  void stop() {
+    {
+      nb::gil_scoped_release unlocked;
+      r_.stop();
+    }
+  }
+
+  static constexpr ResidentSession::Ticket kNoTicket = ~ResidentSession::Ticket{0};
+
+private:
+  std::map<ResidentSession::Ticket, std::vector<nb::ndarray<>>> held_;
+  ResidentSession r_; // after held_: destroyed (stopped) first, while the tensors are still held
 };
 
 SessionOptions& set_backend(SessionOptions& o, const std::string& v) {
@@ -477,6 +556,86 @@ NB_MODULE(_gridflow, m) {
             return us;
           },
           "stream"_a, "warmup"_a, "reps"_a, nb::call_guard<nb::gil_scoped_release>());
+
+  nb::class_<ResidentResult>(m, "ResidentResult")
+      .def_ro("ticket", &ResidentResult::ticket)
+      .def_ro("submitted_ns", &ResidentResult::submitted_ns)
+      .def_ro("published_ns", &ResidentResult::published_ns)
+      .def_ro("first_ns", &ResidentResult::first_ns)
+      .def_ro("done_ns", &ResidentResult::done_ns)
+      .def_ro("seen_ns", &ResidentResult::seen_ns);
+
+  nb::class_<PyResident>(m, "ResidentSession")
+      .def(
+          "__init__",
+          [](PyResident* self, const std::string& backend, std::uint32_t workers, std::uint32_t threads,
+             std::uint32_t blocks_per_sm, std::uint32_t depth, double idle_spin_ms) {
+            ResidentOptions o;
+            o.backend = parsed<Backend>("backend", backend, parse_backend);
+            o.cpu_workers = workers;
+            o.threads_per_block = threads;
+            o.blocks_per_sm = blocks_per_sm;
+            o.depth = depth;
+            if (!(idle_spin_ms >= 0 && idle_spin_ms <= 60'000))
+              throw GraphError(fmt::format("idle_spin_ms = {}: 0 to 60000", idle_spin_ms));
+            o.idle.spin_ns = static_cast<std::uint64_t>(idle_spin_ms * 1e6);
+            new (self) PyResident(o);
+          },
+          "backend"_a = "cpu", "workers"_a = 0, "threads"_a = 256, "blocks_per_sm"_a = 0, "depth"_a = 64,
+          "idle_spin_ms"_a = 2.0)
+      .def(
+          "start", [](PyResident& r) { r.session().start(); }, nb::call_guard<nb::gil_scoped_release>())
+      .def("stop", &PyResident::stop)
+      .def_prop_ro("running", [](PyResident& r) { return r.session().running(); })
+      .def("describe", [](PyResident& r) { return r.session().describe(); })
+      .def(
+          "add",
+          [](PyResident& r, const Graph& g, const std::string& mode, const std::string& schedule, double timeout_ms) {
+            ResidentProgramOptions po;
+            po.mode = parsed<SyncMode>("mode", mode, parse_sync_mode);
+            po.schedule = parsed<Schedule>("schedule", schedule, parse_schedule);
+            if (!(timeout_ms > 0 && timeout_ms <= 86'400'000.0))
+              throw GraphError(fmt::format("timeout_ms = {}: more than 0, at most a day", timeout_ms));
+            po.timeout_ns = static_cast<std::uint64_t>(timeout_ms * 1e6);
+            nb::gil_scoped_release release;
+            return r.session().add(g, po);
+          },
+          "graph"_a, "mode"_a = "flags", "schedule"_a = "auto", "timeout_ms"_a = 10000.0)
+      .def(
+          "submit", [](PyResident& r, std::uint32_t h, const nb::dict& t) { return r.submit(h, t, true); }, "handle"_a,
+          "tensors"_a = nb::dict())
+      .def(
+          "try_submit",
+          [](PyResident& r, std::uint32_t h, const nb::dict& t) -> std::optional<std::uint64_t> {
+            const auto ticket = r.submit(h, t, false);
+            if (ticket == PyResident::kNoTicket)
+              return std::nullopt;
+            return ticket;
+          },
+          "handle"_a, "tensors"_a = nb::dict())
+      .def("wait", &PyResident::wait, "ticket"_a)
+      .def("wait_all", &PyResident::wait_all)
+      .def(
+          "upload",
+          [](PyResident& r, std::uint32_t h, const std::string& name, const HostArray& a) {
+            r.session().upload(h, name, tensor_of(a, "upload '" + name + "'"));
+          },
+          "handle"_a, "name"_a, "array"_a)
+      .def(
+          "download",
+          [](PyResident& r, std::uint32_t h, const std::string& name) {
+            HostTensor t;
+            {
+              nb::gil_scoped_release release;
+              t = r.session().download(h, name);
+            }
+            const Graph& g = r.session().graph(h);
+            for (const Buffer& b : g.buffers())
+              if (b.name == name)
+                return numpy_of(std::move(t), b.shape);
+            throw_buffer_error(name, "name", name, "the graph has no such buffer");
+          },
+          "handle"_a, "name"_a);
 
   m.def(
       "profile_json",

@@ -194,3 +194,30 @@ def test_traces_analysis_and_profile_as_python_objects():
 def test_version():
     assert gf.__version__ == "0.1.0"
     assert isinstance(gf.source_commit(), str)
+
+
+def test_resident_session_over_numpy_arrays():
+    rs = gf.ResidentSession(backend="cpu", workers=3, depth=4, idle_spin_ms=0.2)
+    rs.start()
+    h = rs.add(softmax_sums(), mode="flags")
+    inputs = [fresh(40 + i) for i in range(6)]
+    outputs = [(np.full((ROWS, COLS), np.nan, np.float32), np.full(ROWS, np.nan, np.float32)) for _ in inputs]
+    tickets = [rs.submit(h, {"x": x, "y": y, "s": s}) for x, (y, s) in zip(inputs, outputs)]
+    for t in tickets:
+        r = rs.wait(t)
+        assert r.ticket == t and r.published_ns <= r.first_ns <= r.done_ns
+    for x, (y, s) in zip(inputs, outputs):
+        want = plain_results(x)
+        assert np.array_equal(y.view(np.uint32), want["y"].view(np.uint32))
+        assert np.array_equal(s.view(np.uint32), want["s"].view(np.uint32))
+    with pytest.raises(gf.GraphError, match="buffer 'x': bind.shape"):
+        rs.submit(h, {"x": np.zeros((3, 3), np.float32)})
+    with pytest.raises(gf.GridflowError, match="already waited"):
+        rs.wait(tickets[0])
+    rs.upload(h, "x", inputs[0])
+    rs.wait(rs.submit(h))
+    assert np.array_equal(rs.download(h, "y").view(np.uint32), plain_results(inputs[0])["y"].view(np.uint32))
+    rs.stop()
+    assert not rs.running
+    with pytest.raises(gf.GridflowError, match="not running"):
+        rs.submit(h)

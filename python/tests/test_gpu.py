@@ -71,3 +71,30 @@ def test_strided_torch_views_and_refusals():
         sess.bind("s", torch.zeros(ROWS))
     with pytest.raises(gf.GraphError, match="buffer 's': bind.shape"):
         sess.bind("s", torch.zeros(ROWS + 1, device="cuda"))
+
+
+def test_resident_session_over_torch_tensors():
+    # Tensors made, and torch's work on them finished, before the resident kernel starts; compared after it stopped
+    # (while it runs, work that waits for the whole device would wait for it).
+    torch.manual_seed(3)
+    inputs = [torch.randn(ROWS, COLS, device="cuda") for _ in range(4)]
+    outputs = [(torch.full((ROWS, COLS), float("nan"), device="cuda"),
+                torch.full((ROWS,), float("nan"), device="cuda")) for _ in inputs]
+    torch.cuda.synchronize()
+    try:
+        rs = gf.ResidentSession(backend="gpu", depth=8)
+    except gf.GridflowError as e:
+        pytest.skip(f"no GPU backend: {e}")
+    rs.start()
+    h = rs.add(softmax_sums(), mode="flags")
+    tickets = [rs.submit(h, {"x": x, "y": y, "s": s}) for x, (y, s) in zip(inputs, outputs)]
+    for t in tickets:
+        r = rs.wait(t)
+        assert r.published_ns <= r.first_ns <= r.done_ns
+    rs.stop()
+    for x, (y, s) in zip(inputs, outputs):
+        plain = gpu_session(softmax_sums(x.cpu().numpy()), mode="flags")
+        plain.run()
+        expect = plain.results()
+        assert np.array_equal(y.cpu().numpy().view(np.uint32), expect["y"].view(np.uint32))
+        assert np.array_equal(s.cpu().numpy().view(np.uint32), expect["s"].view(np.uint32))

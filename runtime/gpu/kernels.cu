@@ -1,5 +1,6 @@
 // Kernel entry points of the GPU backend (nvcc only: no host library headers beyond CUDA's own here).
 #include "runtime/gpu/kernel_table.hpp"
+#include "runtime/gpu/resident_entry.hpp"
 #include "runtime/lowered_program.hpp"
 
 namespace gridflow::gpu {
@@ -54,6 +55,10 @@ const void* lean_megakernel_entry_for(std::uint32_t threads, bool sentinel) {
   default:
     return nullptr;
   }
+}
+
+const void* resident_kernel_entry_for(std::uint32_t threads) {
+  return threads == 256 ? resident_kernel_entry<256>() : nullptr;
 }
 
 const void* megakernel_entry_for(std::uint32_t threads) {

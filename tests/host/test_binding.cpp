@@ -34,21 +34,10 @@ SessionOptions cpu(SyncMode mode = SyncMode::flags) {
   return o;
 }
 
-// Fresh values, never the graph's own init: a bound input's contents must come from the caller's memory.
 std::vector<float> fresh(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-3.0f, 3.0f);
-  std::vector<float> v(n);
-  for (float& f : v)
-    f = d(rng);
-  return v;
+  return testing::fresh_values(n, seed);
 }
-
-HostTensor tensor_of(const std::vector<float>& v) {
-  HostTensor t(DType::f32, static_cast<std::int64_t>(v.size()));
-  std::memcpy(t.data(), v.data(), t.bytes());
-  return t;
-}
+using testing::tensor_of;
 
 std::vector<std::uint32_t> bits_of(const float* p, std::size_t n) {
   std::vector<std::uint32_t> w(n);

@@ -1,0 +1,240 @@
+// gridflow serve-bench GRAPH: what a submission to the resident runtime costs, against what a user runs instead.
+//
+// In one process, in this order (nothing else runs on the device while the resident kernel does):
+//   relaunch          today's path: Session::run_async(stream) + wait(), the buffers already on the device;
+//   lean graph (+PDL) the graph's lean pipeline (baselines/) as a CUDA Graph launched and synchronized from the host,
+//                     with and without programmatic dependent launch, over the same buffers (checked first);
+//   resident          ResidentSession: submit() + wait() one at a time (depth 1), then D in flight.
+// Per path: p50 / p90 / p99 of the host round trip (the call until the host has seen the run end); for the resident
+// runtime also submit-to-first-block (device timestamps on the host clock), and throughput at depth 1 and D.
+#include "tools/cli_common.hpp"
+
+#include "runtime/errors.hpp"
+#include "scheduler/build_info.hpp"
+#include "scheduler/json_format.hpp"
+#include "scheduler/reference_check.hpp"
+#include "scheduler/report.hpp"
+#include "scheduler/resident_session.hpp"
+
+#if defined(GRIDFLOW_HAS_CUDA)
+#include "baselines/lean_pipeline.hpp"
+#endif
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+namespace gridflow::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0; // us
+  std::size_t n = 0;
+};
+
+Percentiles percentiles(std::vector<double> us) {
+  Percentiles p;
+  p.n = us.size();
+  if (us.empty())
+    return p;
+  std::sort(us.begin(), us.end());
+  const auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<std::size_t>(q * us.size()))]; };
+  p.p50 = at(0.50);
+  p.p90 = at(0.90);
+  p.p99 = at(0.99);
+  return p;
+}
+
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+struct Row {
+  std::string path;
+  Percentiles round_trip;
+  std::string note;
+};
+
+nlohmann::json to_json(const Row& r) {
+  return {{"path", r.path},
+          {"round_trip_p50_us", r.round_trip.p50},
+          {"round_trip_p90_us", r.round_trip.p90},
+          {"round_trip_p99_us", r.round_trip.p99},
+          {"samples", r.round_trip.n},
+          {"note", r.note}};
+}
+
+struct Args {
+  std::string graph;
+  std::string json;
+  int submissions = 20000;
+  std::uint32_t depth = 64;
+  SessionFlags flags;
+};
+
+// Today's path and the lean pipelines, before the resident kernel starts.
+std::vector<Row> baselines(const Graph& g, const SessionOptions& o, int reps) {
+  std::vector<Row> rows;
+  Session s(g, o);
+  s.run();
+  const CheckReport checked = s.check();
+  if (!checked.passed)
+    throw gridflow::RuntimeError("the graph failed its check: " + checked.summary());
+  std::vector<double> us;
+  s.reset_buffers();
+  for (int i = 0; i < reps + 20; ++i) {
+    const auto t0 = Clock::now();
+    s.run_async(nullptr);
+    s.wait();
+    if (i >= 20)
+      us.push_back(us_since(t0));
+  }
+  rows.push_back({"relaunch (run_async + wait, buffers on the device)", percentiles(us), s.describe()});
+#if defined(GRIDFLOW_HAS_CUDA)
+  if (o.backend == Backend::gpu) {
+    std::vector<void*> buffers;
+    for (std::uint32_t b = 0; b < s.program().buffers.size(); ++b)
+      buffers.push_back(s.executor().buffer_address(b));
+    std::string why;
+    auto lean = baselines::LeanPipeline::build(s.program(), buffers, &why);
+    if (!lean) {
+      rows.push_back({"lean graph", {}, "no lean pipeline: " + why});
+      return rows;
+    }
+    s.reset_buffers(); // the initial data, outputs poisoned, then one lean run checked against the references
+    lean->run_once();
+    std::vector<HostTensor> results(g.buffers().size());
+    for (std::uint32_t b = 0; b < results.size(); ++b)
+      s.executor().download(b, results[b]);
+    const CheckReport lean_check = check_outputs(g, s.analysis(), s.initial(), results);
+    if (!lean_check.passed) {
+      rows.push_back({"lean graph", {}, "the lean pipeline failed its check: " + lean_check.summary()});
+      return rows;
+    }
+    const baselines::LeanTimes t = lean->time(20, reps);
+    const auto to_us = [](const std::vector<double>& ms) {
+      std::vector<double> v;
+      for (const double x : ms)
+        v.push_back(x * 1e3);
+      return v;
+    };
+    rows.push_back({"lean CUDA graph, launch + synchronize", percentiles(to_us(t.graph_host_ms)),
+                    fmt::format("{} steps", lean->steps())});
+    rows.push_back({"lean CUDA graph + PDL, launch + synchronize", percentiles(to_us(t.graph_pdl_host_ms)),
+                    fmt::format("{} steps", lean->steps())});
+  }
+#endif
+  return rows;
+}
+
+int serve_bench(const Args& a) {
+  const Graph g = load_graph(a.graph);
+  SessionOptions o = session_options(a.flags, a.graph);
+  const int baseline_reps = std::min(a.submissions, 5000);
+  std::vector<Row> rows = baselines(g, o, baseline_reps);
+
+  const ResidentOptions ro = resident_options(o, a.depth);
+  const ResidentProgramOptions po = program_options(o);
+  ResidentSession rs(ro);
+  rs.start();
+  const auto h = rs.add(g, po);
+  for (int i = 0; i < 200; ++i)
+    rs.wait(rs.submit(h));
+  std::vector<double> round_trip, to_first, run;
+  const auto t_depth1 = Clock::now();
+  for (int i = 0; i < a.submissions; ++i) {
+    const auto t0 = Clock::now();
+    const ResidentResult r = rs.wait(rs.submit(h));
+    round_trip.push_back(us_since(t0));
+    to_first.push_back(static_cast<double>(static_cast<std::int64_t>(r.first_ns - r.submitted_ns)) * 1e-3);
+    run.push_back(static_cast<double>(r.done_ns - r.first_ns) * 1e-3);
+  }
+  const double rate1 = a.submissions / (us_since(t_depth1) * 1e-6);
+  std::deque<ResidentSession::Ticket> in_flight;
+  const auto t_depth = Clock::now();
+  for (int i = 0; i < a.submissions; ++i) {
+    if (in_flight.size() >= a.depth) {
+      rs.wait(in_flight.front());
+      in_flight.pop_front();
+    }
+    in_flight.push_back(rs.submit(h));
+  }
+  for (const auto t : in_flight)
+    rs.wait(t);
+  const double rate_d = a.submissions / (us_since(t_depth) * 1e-6);
+  const std::string describe = rs.describe();
+  const double uncertainty_us = static_cast<double>(rs.clock_uncertainty_ns()) * 1e-3;
+  rs.stop();
+
+  // The resident results against the references: the program's own buffers after the last run.
+  {
+    Session check_session(g, o);
+    check_session.run();
+    for (std::size_t b = 0; b < g.buffers().size(); ++b)
+      if (!bit_identical(rs.download(h, g.buffers()[b].name), check_session.results()[b]))
+        throw gridflow::RuntimeError(
+            fmt::format("the resident runs left buffer '{}' different from a plain run's", g.buffers()[b].name));
+  }
+
+  rows.insert(rows.begin(), Row{"resident submit + wait", percentiles(round_trip), describe});
+  const Percentiles first = percentiles(to_first), body = percentiles(run);
+  fmt::print("gridflow serve-bench {}: {} submissions, {}\n", a.graph, a.submissions, describe);
+  fmt::print("{:<52} {:>10} {:>10} {:>10}\n", "host round trip, us", "p50", "p90", "p99");
+  for (const Row& r : rows)
+    fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", r.path, r.round_trip.p50, r.round_trip.p90,
+               r.round_trip.p99, r.note);
+  fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  (device clock on the host's, +-{:.2f} us)\n",
+             "resident submit to first block, us", first.p50, first.p90, first.p99, uncertainty_us);
+  fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}\n", "resident run, first block to last, us", body.p50, body.p90,
+             body.p99);
+  fmt::print("resident throughput: {:.0f} submissions/s at depth 1, {:.0f} at depth {}\n", rate1, rate_d, a.depth);
+  const Row* relaunch = nullptr;
+  for (const Row& r : rows)
+    if (r.path.starts_with("relaunch"))
+      relaunch = &r;
+  if (relaunch && rows[0].round_trip.p50 > 0)
+    fmt::print("resident vs relaunch (p50): {:.2f}x\n", relaunch->round_trip.p50 / rows[0].round_trip.p50);
+
+  if (!a.json.empty()) {
+    nlohmann::json doc = {{"gridflow", build_info_json()},
+                          {"graph", a.graph},
+                          {"submissions", a.submissions},
+                          {"depth", a.depth},
+                          {"config", describe},
+                          {"submit_to_first_block_p50_us", first.p50},
+                          {"submit_to_first_block_p90_us", first.p90},
+                          {"submit_to_first_block_p99_us", first.p99},
+                          {"clock_uncertainty_us", uncertainty_us},
+                          {"run_p50_us", body.p50},
+                          {"throughput_depth1_per_s", rate1},
+                          {"throughput_depth_per_s", rate_d},
+                          {"rows", nlohmann::json::array()}};
+    for (const Row& r : rows)
+      doc["rows"].push_back(to_json(r));
+    write_text(a.json, doc.dump(1) + "\n");
+  }
+  return kExitOk;
+}
+
+} // namespace
+
+void add_serve_bench(CLI::App& app, Commands& commands) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve-bench", "Round trips of submissions to the resident runtime against relaunching and lean CUDA Graphs");
+  cmd->add_option("GRAPH", args->graph, "graph JSON file")->required();
+  cmd->add_option("--submissions", args->submissions, "submissions per measurement (default 20000)")
+      ->check(CLI::Range(1, kMaxRepeat));
+  cmd->add_option("--depth", args->depth, "submissions in flight for the throughput figure (default 64)")
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--json", args->json, "write the figures as JSON");
+  add_session_flags(cmd, args->flags);
+  cmd->callback([&commands, args] { commands.selected = [args] { return serve_bench(*args); }; });
+}
+
+} // namespace gridflow::cli
