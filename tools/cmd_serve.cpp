@@ -186,19 +186,31 @@ int serve_bench(const Args& a) {
   fmt::print("gridflow serve-bench {}: {} submissions, {}\n", a.graph, a.submissions, describe);
   fmt::print("{:<52} {:>10} {:>10} {:>10}\n", "host round trip, us", "p50", "p90", "p99");
   for (const Row& r : rows)
-    fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", r.path, r.round_trip.p50, r.round_trip.p90,
-               r.round_trip.p99, r.note);
+    if (r.round_trip.n == 0)
+      fmt::print("{:<52} {:>10} {:>10} {:>10}  {}\n", r.path, "-", "-", "-", r.note);
+    else
+      fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", r.path, r.round_trip.p50, r.round_trip.p90,
+                 r.round_trip.p99, r.note);
   fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  (device clock on the host's, +-{:.2f} us)\n",
              "resident submit to first block, us", first.p50, first.p90, first.p99, uncertainty_us);
   fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}\n", "resident run, first block to last, us", body.p50, body.p90,
              body.p99);
   fmt::print("resident throughput: {:.0f} submissions/s at depth 1, {:.0f} at depth {}\n", rate1, rate_d, a.depth);
-  const Row* relaunch = nullptr;
-  for (const Row& r : rows)
+  // Ratios (p50) against today's relaunch and against the best lean pipeline, what a user would run instead.
+  const double resident_p50 = rows[0].round_trip.p50;
+  double relaunch_p50 = 0, best_lean_p50 = 0;
+  for (const Row& r : rows) {
+    if (r.round_trip.n == 0)
+      continue;
     if (r.path.starts_with("relaunch"))
-      relaunch = &r;
-  if (relaunch && rows[0].round_trip.p50 > 0)
-    fmt::print("resident vs relaunch (p50): {:.2f}x\n", relaunch->round_trip.p50 / rows[0].round_trip.p50);
+      relaunch_p50 = r.round_trip.p50;
+    else if (r.path.starts_with("lean") && (best_lean_p50 == 0 || r.round_trip.p50 < best_lean_p50))
+      best_lean_p50 = r.round_trip.p50;
+  }
+  if (relaunch_p50 > 0 && resident_p50 > 0)
+    fmt::print("resident vs relaunch (p50): {:.2f}x\n", relaunch_p50 / resident_p50);
+  if (best_lean_p50 > 0 && resident_p50 > 0)
+    fmt::print("resident vs the best lean CUDA Graph (p50): {:.2f}x\n", best_lean_p50 / resident_p50);
 
   if (!a.json.empty()) {
     nlohmann::json doc = {{"gridflow", build_info_json()},
@@ -213,6 +225,8 @@ int serve_bench(const Args& a) {
                           {"run_p50_us", body.p50},
                           {"throughput_depth1_per_s", rate1},
                           {"throughput_depth_per_s", rate_d},
+                          {"resident_vs_relaunch_p50", relaunch_p50 > 0 ? relaunch_p50 / resident_p50 : 0.0},
+                          {"resident_vs_best_lean_p50", best_lean_p50 > 0 ? best_lean_p50 / resident_p50 : 0.0},
                           {"rows", nlohmann::json::array()}};
     for (const Row& r : rows)
       doc["rows"].push_back(to_json(r));
