@@ -12,13 +12,13 @@ namespace gridflow::cpu {
 
 namespace {
 
-// The words of a tile's rows of its input (`input`) or output view, for the forwarding check.
+// The words of one row of a tile's input (`input`) or output view, for the forwarding check.
 std::span<const std::uint32_t> row_words(const program::ProgramView& v, std::uint32_t tile, bool input) {
   const program::TaskDesc& t = v.tasks[v.tiles[tile].task];
   const program::ItemRange rows = program::tile_items(t, v.tiles[tile].index);
   const auto* base = static_cast<const std::uint32_t*>(v.buffers[input ? t.in_buffer : t.out_buffer]);
   const std::int64_t first = (input ? t.in_offset : t.out_offset) + rows.begin * t.cols;
-  return {base + first, static_cast<std::size_t>(rows.size() * t.cols)};
+  return {base + first, static_cast<std::size_t>(t.cols)};
 }
 
 } // namespace

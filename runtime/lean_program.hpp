@@ -30,16 +30,6 @@ struct alignas(16) TileInstr {
 };
 static_assert(sizeof(TileInstr) == 64 && alignof(TileInstr) == 16);
 
-// Whether the lean megakernel at `threads` per block runs its tiles as warp rows (runtime/gpu/warp_tile.cuh: row r of
-// a tile on warp r, no barrier inside a body, one block barrier at the end of every tile) rather than lean rows (the
-// whole block per row, one row after another). The bits are the same either way; what changes is which tiles may
-// forward: with warp rows, a tile of several rows forwards to a tile of the same rows (each warp keeps its own row).
-// Sentinel mode keeps lean rows: its kernel carries every pair of access policies, and a warp-row copy of each would
-// make it too large to compile.
-constexpr bool warp_rows(std::uint32_t threads, SyncMode mode) {
-  return threads <= 256 && mode != SyncMode::sentinel;
-}
-
 } // namespace gridflow::program
 
 namespace gridflow {

@@ -238,11 +238,10 @@ void elide_local_dependencies(LoweredProgram& p) {
     p.local_begin.clear();
 }
 
-// On-chip forwarding (static schedule): tile g reads exactly the rows the tile before it on its block's list wrote,
-// and that tile's task is g's task's only producer (its only RAW dependency), so nothing else wrote them between
-// them: the lean megakernel keeps the rows in registers instead of reading them back. Both are lean row tiles of the
-// same columns, the producer writing whole rows (not a row reduction), of one row each, or of the same number of rows
-// where the kernel runs warp rows (program::warp_rows: each warp keeps its own row).
+// On-chip forwarding (static schedule): tile g reads exactly the row the tile before it on its block's list wrote,
+// and that tile's task is g's task's only producer (its only RAW dependency), so nothing else wrote the row between
+// them: the lean megakernel keeps the row in registers instead of reading it back. Both are lean row tiles of one row
+// and the same columns, the producer writing whole rows (not a row reduction).
 void assign_forwarding(LoweredProgram& p, const Analysis& a) {
   p.forwarded.clear();
   if (p.block_begin.empty())
@@ -270,7 +269,7 @@ void assign_forwarding(LoweredProgram& p, const Analysis& a) {
           program::op_has(program::kOnePerItemOps, pr.opcode) || c.cols != pr.cols || c.in_buffer != pr.out_buffer)
         continue;
       const program::ItemRange cr = program::tile_items(c, ct.index), pr_rows = program::tile_items(pr, pt.index);
-      if (cr.size() != pr_rows.size() || (cr.size() != 1 && !program::warp_rows(p.threads_per_block, p.mode)))
+      if (cr.size() != 1 || pr_rows.size() != 1)
         continue;
       if (c.in_offset + cr.begin * c.cols != pr.out_offset + pr_rows.begin * pr.cols)
         continue;

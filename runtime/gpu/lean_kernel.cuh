@@ -3,19 +3,15 @@
 // lists the copy engine brings the block's instructions into a ring of four shared-memory slots two tiles ahead
 // (cp.async), each one waited for a tile before it is needed and published by a barrier the block passes anyway, so
 // claiming a tile reads shared memory and waits for nothing; with dynamic claims the claimed tile's instruction is
-// loaded into registers after the claim. Nothing is staged by warps, no barrier opens a tile without dependencies,
-// the task's flags come with the instruction, and a row whose tile is forwarded (kForwardInput) is taken from the
-// registers the block's previous tile left it in. Where program::warp_rows says so (up to 256 threads, outside
-// sentinel mode) a tile runs as warp rows (runtime/gpu/warp_tile.cuh: a warp per row, every tile closed by one block
-// barrier); elsewhere as lean rows, the whole block per row, and a tile ends with a block barrier only where its
-// instruction says one is needed (kCloseBarrier). The same
-// protocol, sync modes, watchdog, traces and errors as the general megakernel, and the same bits for these tiles as
-// its lean bodies (runtime/gpu/lean_ops.cuh).
+// loaded into registers after the claim. Nothing is staged by warps, no barrier opens a tile
+// without dependencies, the task's flags come with the instruction, a row whose tile is forwarded (kForwardInput) is
+// taken from the registers the block's previous tile left it in, and a tile ends with a block barrier only where its
+// instruction says one is needed (kCloseBarrier). The same protocol, sync modes, watchdog, traces and errors as the
+// general megakernel, and the same lean bodies for these tiles (runtime/gpu/lean_ops.cuh): the same bits.
 #pragma once
 
 #include "runtime/gpu/device_access.cuh"
 #include "runtime/gpu/lean_ops.cuh"
-#include "runtime/gpu/warp_tile.cuh"
 #include "runtime/interpreter.hpp"
 #include "runtime/lean_program.hpp"
 
@@ -110,8 +106,8 @@ public:
 
   // Static lists (interpreter.hpp: claim): the block's next entry, from its slot, when it is below `last`. Then the
   // entry two ahead starts copying into the slot the entry two behind left (every thread read that one before the
-  // barriers of two tiles), and the entry one ahead, copied a tile ago, is waited for: this tile passes a block
-  // barrier (every lean row body has one, and a warp-row tile ends with one), which publishes it before the next claim.
+  // barriers of two tiles), and the entry one ahead, copied a tile ago, is waited for: this tile's body has a block
+  // barrier (every lean body has one), which publishes it before the next claim.
   __device__ __forceinline__ program::detail::Claim claim_listed(std::uint32_t last) {
     program::detail::Claim c;
     if (pos_ >= end_)
@@ -168,22 +164,11 @@ public:
                      static_cast<int>(in.rows),
                      static_cast<int>(in.cols),
                      static_cast<int>(in.out_stride)};
-    if constexpr (kWarpRows<THREADS, SENTINEL>) {
-      // Warp rows: no barrier inside the body, so every tile ends with one: it orders the tile's stores before the
-      // leader's signal and before the block's next tile (the contract of lean rows, whose bodies have barriers),
-      // and it publishes the instruction claim_listed waited for.
-      const int row = static_cast<int>(threadIdx.x / 32);
-      if (row < t.rows)
-        warp_tile<THREADS>(t, row, forward_);
-      __syncthreads();
-      return !SENTINEL || s.abort == 0;
-    } else {
-      lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_);
-      if (!(in.flags & program::kCloseBarrier))
-        return true; // no poll (else the barrier is asked for), so no abort from this body
-      __syncthreads();
-      return !SENTINEL || s.abort == 0;
-    }
+    lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_);
+    if (!(in.flags & program::kCloseBarrier))
+      return true; // no poll (else the barrier is asked for), so no abort from this body
+    __syncthreads();
+    return !SENTINEL || s.abort == 0;
   }
 
   // The copy of list entry i (a list position) into its slot; an empty group past the list's end.
@@ -224,8 +209,7 @@ private:
   std::uint32_t pos_ = 0, end_ = 0; // static list: the next entry, and the list's end
   int half_ = 0;                    // the half of the reduction storage the next block reduction uses
   program::TileInstr cur_{};        // the running tile's instruction
-  // The last tile's output row (on-chip forwarding): the block's row, or with warp rows this warp's.
-  cuda::std::conditional_t<kWarpRows<THREADS, SENTINEL>, WarpRowOf<THREADS>, kernels::LeanRow> forward_{};
+  kernels::LeanRow forward_{};      // the last tile's output row (on-chip forwarding)
 };
 
 // SENTINEL: the kernel for programs in sentinel mode (polled inputs, canonical outputs); the other modes' kernel has

@@ -14,8 +14,7 @@ using testing::same_bits;
 
 class GpuLean : public testing::GpuTest {};
 
-// Every lean row op over rows x cols (1000 rows: tiles of several rows, forwarded as warp rows where the kernel runs
-// them): softmax and log-softmax, row scans (sum and max, inclusive and exclusive, one in
+// Every lean row op over rows x cols: softmax and log-softmax, row scans (sum and max, inclusive and exclusive, one in
 // place), row reductions (sum, max, min, argmax), i32 scans and reductions, and a view that starts one element in
 // (not 16-byte aligned, so the bodies load element by element).
 Graph lean_graph(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
@@ -89,8 +88,7 @@ void agree_everywhere(std::uint32_t threads, Shape shape) {
 
 TEST_F(GpuLean, BothKernelsAgreeBitForBitInEveryConfiguration) {
   for (std::uint32_t threads : {256u, 128u})
-    for (const Shape shape :
-         {Shape{16, 1024}, Shape{7, 1000}, Shape{5, 33}, Shape{3, 2048}, Shape{40, 256}, Shape{1000, 252}})
+    for (const Shape shape : {Shape{16, 1024}, Shape{7, 1000}, Shape{5, 33}, Shape{3, 2048}, Shape{40, 256}})
       agree_everywhere(threads, shape);
 }
 

@@ -3,7 +3,6 @@
 #include "bench/noop_program.hpp"
 #include "runtime/cpu_executor.hpp"
 #include "runtime/errors.hpp"
-#include "runtime/lean_program.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/session.hpp"
 #include "tests/common/bad_descriptors.hpp"
@@ -390,34 +389,6 @@ TEST(CpuExecutor, ForwardedRowChainsRunInEveryMode) {
     Session s(g, o);
     ASSERT_EQ(s.program().schedule, Schedule::static_list);
     EXPECT_GT(std::count(s.program().forwarded.begin(), s.program().forwarded.end(), 1), 0) << to_string(m);
-    s.run();
-    EXPECT_TRUE(s.check().passed) << to_string(m) << ": " << s.check().summary();
-  }
-}
-
-// Tiles of several rows forwarded as warp rows (256 threads, 12 rows on 3 blocks: 4 rows a tile; not in sentinel
-// mode): the CPU's check of each decision passes in every mode, with rows of a partial last group (300 columns).
-TEST(CpuExecutor, ForwardedTilesOfSeveralRowsRunInEveryMode) {
-  Graph g("chain");
-  g.add_buffer("x0", DType::f32, {12, 300}, InitUniform{-3, 3, 9});
-  for (int i = 1; i <= 6; ++i) {
-    g.add_buffer("x" + std::to_string(i), DType::f32, {12, 300});
-    const std::string in = "x" + std::to_string(i - 1), out = "x" + std::to_string(i);
-    if (i % 2)
-      g.softmax("op" + std::to_string(i), in, out);
-    else
-      g.scan("op" + std::to_string(i), in, out, ScanFn::max, false, Axis::row);
-  }
-  for (SyncMode m : kAllSyncModes) {
-    SessionOptions o = cpu_options(m, 3, Schedule::automatic);
-    o.threads_per_block = 256;
-    Session s(g, o);
-    ASSERT_GT(s.program().tasks[0].tile_size, 1) << to_string(m);
-    const auto forwarded = std::count(s.program().forwarded.begin(), s.program().forwarded.end(), 1);
-    if (program::warp_rows(256, m))
-      EXPECT_GT(forwarded, 0) << to_string(m);
-    else
-      EXPECT_EQ(forwarded, 0) << to_string(m); // sentinel mode: lean rows keep one row between tiles
     s.run();
     EXPECT_TRUE(s.check().passed) << to_string(m) << ": " << s.check().summary();
   }

@@ -453,33 +453,6 @@ TEST(Lowering, RowChainsForwardEveryRowOnChip) {
     EXPECT_EQ(t.flags & (program::kSignalTiles | program::kSignalCounter), 0u);
 }
 
-// Tiles of several rows forward too where the lean megakernel runs warp rows (each warp keeps its own row), and only
-// there: at a block size or in a mode that runs lean rows, a block keeps one row between tiles.
-TEST(Lowering, TilesOfSeveralRowsForwardOnlyAsWarpRows) {
-  for (const std::uint32_t threads : {256u, 512u}) { // 1024-column rows are lean from 256 threads
-    LoweringOptions o;
-    o.mode = SyncMode::flags;
-    o.grid_blocks = 4;
-    o.schedule = Schedule::static_list;
-    o.threads_per_block = threads;
-    const Graph g = softmax_row_chain(6);
-    const LoweredProgram p = lower(g, analyze(g), o);
-    ASSERT_GT(p.tasks[0].tile_size, 1) << threads; // 16 rows over 4 blocks
-    ASSERT_EQ(p.forwarded.size(), p.tiles.size());
-    std::size_t forwarded = 0, later = 0;
-    for (std::uint32_t t = 0; t < p.tiles.size(); ++t) {
-      forwarded += p.forwarded[t];
-      later += p.tiles[t].task != 0;
-    }
-    EXPECT_EQ(program::warp_rows(threads, o.mode), threads <= 256);
-    EXPECT_EQ(forwarded, program::warp_rows(threads, o.mode) ? later : 0u) << threads;
-  }
-  // Sentinel mode runs lean rows at every block size.
-  EXPECT_FALSE(program::warp_rows(256, SyncMode::sentinel));
-  const LoweredProgram s = lower_graph(softmax_row_chain(6), SyncMode::sentinel, 4, Schedule::static_list);
-  EXPECT_EQ(std::count(s.forwarded.begin(), s.forwarded.end(), 1), 0);
-}
-
 // Forwarding needs the producer to be the consumer's only producer, the same row, and the block's previous tile.
 TEST(Lowering, ForwardingOnlyFromTheOneProducerOfTheRow) {
   Graph g("fw");
