@@ -11,14 +11,18 @@
 //           (acquire, system scope; spinning for the idle window, then sleeping), copies a payload into control (every
 //           thread of block 0, relaxed system loads issued after the leader's acquire and a block barrier), and
 //           stores the doorbell into control.published (release).
-//   blocks  wait for control.published to show ticket k + 1 (acquire), copy the program's record into their own
-//           storage (every thread a word), take the run's epoch and barrier base from it and the buffer table from
-//           the payload if there is one, run the program with the same interpreter as a launch (every sync mode),
-//           then arrive on control.finished
-//           (acq_rel). The last of the grid's arrivals for k reads the program's error record; after an error (or an
-//           epoch about to wrap) it zeroes the program's state arena so the next run of it starts from run 1; it then
-//           writes the completion slot (times, error) and its seq = k + 1 (release, system scope), and stores
-//           control.retired = k + 1 (release), which lets block 0 take submission k + 1.
+//   blocks  wait for control.published to show a ticket above their last (acquire; tickets in between retired
+//           without them). Blocks 0 .. participants - 1 (participants_of the program) run it: copy the program's record
+//           into their own storage (every thread a word), take the run's epoch and barrier base from it and the buffer
+//           table from the payload if there is one, run the program with the same interpreter as a launch (every sync
+//           mode), then arrive on control.finished (acq_rel); the others wait for the next ticket. The last of the
+//           arrivals for k reads the program's error record; after an error (or an epoch about to wrap) it zeroes the
+//           program's state arena so the next run of it starts from run 1; it then writes the completion slot (times,
+//           error) and its seq = k + 1 (release, system scope), zeroes control.finished and stores control.retired = k
+//           + 1 (release), which lets block 0 take submission k + 1.
+// Participants: a program on static lists in flags mode (no grid barrier, no grid-wide sentinel fill) runs on the
+// blocks that have tiles, which the host moved to the front (ProgramRecord::participants, fixed when the program is
+// added); every other program and kStop run on every block, kPing on block 0 alone.
 // A submission names a program (its index in the program table), kPing (no program: the round trip alone) or kStop
 // (every block leaves after completing it). Submissions run one at a time in ticket order; a run's buffers are the
 // slot's table, so a submission can point any buffer at other memory without lowering again. The per-program epoch
@@ -96,6 +100,9 @@ struct alignas(16) ProgramRecord {
   program::RunParams params;         // every run's, but for the epoch, the barrier base and the test-only fault
   std::uint64_t state_bytes = 0;     // the state arena's size (zeroed after an error)
   std::uint64_t barrier_advance = 0; // gridflow-barrier generations one run completes on the arena
+  // The blocks that run it: 0 .. participants - 1 (every block when 0 or above the grid). The others have no tile of
+  // it and wait nothing of it (static lists, no grid barrier: make_record).
+  std::uint64_t participants = 0;
   // Owned by the device from the first submission on: runs on the arena since it was zeroed, barrier generations.
   std::uint64_t epoch = 0;
   std::uint64_t barrier_generations = 0;
@@ -109,7 +116,7 @@ struct alignas(128) Line {
 // The kernel's own words (device memory, zeroed before the launch).
 struct alignas(128) Control {
   Line published;                       // the doorbell of the submission every block is to run (release by block 0)
-  Line finished;                        // arrivals of blocks at the end of submissions: grid x (tickets finished)
+  Line finished;                        // arrivals of participants at the end of the current submission
   Line retired;                         // ticket + 1 of the last submission completed (release by the last block)
   Line first_ns;                        // min over blocks of when they began the current submission
   std::uint64_t slot[kSubmissionWords]; // block 0's copy of the current submission's payload, if it has one
@@ -262,7 +269,20 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
   done.done_ns = protocol::now_ns();
   done.error = error;
   system_ref<std::uint64_t>(done.seq).store(k + 1, cuda::std::memory_order_release); // after the fields above
+  // The next submission's arrivals count from zero: they follow block 0's publication of it, which follows its
+  // acquire of `retired` below.
+  protocol::atomic_ref<std::uint64_t>(c.finished.value).store(0, cuda::std::memory_order_relaxed);
   protocol::atomic_ref<std::uint64_t>(c.retired.value).store(k + 1, cuda::std::memory_order_release);
+}
+
+// How many blocks run `program_id` (blocks 0 .. n - 1): its record's participants, which never change once it is added
+// (so a block reads them for the ticket it saw, whatever block 0 published since), every block for kStop and for a
+// record that names none or more than the grid, block 0 alone for kPing.
+GRIDFLOW_HOST_DEVICE std::uint64_t participants_of(const Rings& rings, std::uint32_t program_id) {
+  if (program_id == kPing)
+    return 1;
+  const std::uint64_t n = program_id < rings.max_programs ? rings.programs[program_id].participants : 0;
+  return n == 0 || n > rings.grid ? rings.grid : n;
 }
 
 // Leader: when this block began the current submission, into the minimum over blocks (no wait for the result).
@@ -281,13 +301,15 @@ GRIDFLOW_HOST_DEVICE void note_first(Control& c) {
 //   std::uint32_t thread(), threads();       // this thread's index in the block, the block's threads (CPU: 0, 1)
 //   ProgramRecord& record();                 // the worker's copy of the current run's record (view, parameters)
 //   void run(std::uint32_t program, std::uint64_t ticket);  // interpret record().view with record().params
-// Every thread of a block calls serve(); only leaders touch the control words.
+// Every thread of a block calls serve(); only leaders touch the control words. The ticket `k` is the leader's: a
+// block that runs none of the submissions between two it sees skips them (block 0 never does: it takes each one),
+// and only the leader's copy follows the skip (the other threads use it for nothing).
 template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& rings) {
   Control& c = *rings.control;
   for (std::uint64_t k = 0;; ++k) {
     if (w.index() == 0)
       detail::take(w, rings, k);
-    std::uint64_t bell = 0;
+    std::uint64_t bell = 0, participants = 0;
     if (w.is_leader()) {
       idle_wait(
           [&] {
@@ -295,11 +317,17 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
             return bell & kTicketMask;
           },
           k + 1, rings.idle);
-      detail::note_first(c);
+      k = (bell & kTicketMask) - 1; // a later ticket than k + 1: those in between retired without this block
+      participants = detail::participants_of(rings, program_of_code(doorbell_code(bell)));
     }
-    // The program's code and the payload flag, to every thread (a code fits in 23 bits).
-    const std::uint32_t shared = w.share(doorbell_code(bell) | ((bell & kPayloadBit) != 0 ? 0x80000000u : 0u));
-    const std::uint32_t program_id = program_of_code(shared & 0x7fffffffu);
+    // The program's code, the payload flag and whether this block runs it, to every thread (a code fits in 23 bits).
+    const std::uint32_t shared = w.share(doorbell_code(bell) | ((bell & kPayloadBit) != 0 ? 0x80000000u : 0u) |
+                                         (w.index() < participants ? 0x40000000u : 0u));
+    const std::uint32_t program_id = program_of_code(shared & 0x3fffffffu);
+    if ((shared & 0x40000000u) == 0)
+      continue; // kStop runs on every block, so a block that runs nothing of k does not stop here
+    if (w.is_leader())
+      detail::note_first(c);
     if (program_id < rings.max_programs) {
       detail::load_run(w, rings, program_id, (shared & 0x80000000u) != 0);
       w.run(program_id, k);
@@ -308,7 +336,7 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
     std::uint32_t last = 0;
     if (w.is_leader())
       last = protocol::atomic_ref<std::uint64_t>(c.finished.value).fetch_add(1, cuda::std::memory_order_acq_rel) + 1 ==
-                     std::uint64_t{rings.grid} * (k + 1)
+                     participants
                  ? 1u
                  : 0u;
     if (w.share(last) != 0)

@@ -61,6 +61,10 @@ namespace resident {
 // The record of `program` whose arrays (its own buffer table among them) and state are at `arrays`; `ring_bytes`: the
 // GPU's bulk-copy ring for its tiles (0 on the CPU). Every run fills its sentinels in the prologue (the resident
 // runtime launches nothing else) and records no trace.
+// The blocks that run `program` (ProgramRecord::participants): in flags mode on static lists whose non-empty lists are
+// the first ones (nonempty_lists_first), how many those are; else 0, every block.
+std::uint64_t participants(const LoweredProgram& program);
+
 ProgramRecord make_record(const LoweredProgram& program, const ExecOptions& options,
                           const program::ProgramArrays& arrays, std::uint32_t ring_bytes);
 

@@ -281,6 +281,26 @@ void assign_forwarding(LoweredProgram& p, const Analysis& a) {
 
 } // namespace
 
+void nonempty_lists_first(LoweredProgram& p) {
+  if (p.block_begin.size() < 2)
+    return;
+  const std::uint32_t blocks = static_cast<std::uint32_t>(p.block_begin.size() - 1);
+  std::vector<std::uint32_t> order;
+  order.reserve(blocks);
+  for (const bool nonempty : {true, false})
+    for (std::uint32_t b = 0; b < blocks; ++b)
+      if ((p.block_begin[b] < p.block_begin[b + 1]) == nonempty)
+        order.push_back(b);
+  std::vector<std::uint32_t> begin{0}, tiles;
+  tiles.reserve(p.block_tiles.size());
+  for (const std::uint32_t b : order) {
+    tiles.insert(tiles.end(), p.block_tiles.begin() + p.block_begin[b], p.block_tiles.begin() + p.block_begin[b + 1]);
+    begin.push_back(static_cast<std::uint32_t>(tiles.size()));
+  }
+  p.block_begin = std::move(begin);
+  p.block_tiles = std::move(tiles);
+}
+
 void assign_signal_flags(LoweredProgram& p) {
   for (TaskDesc& t : p.tasks)
     t.flags &= ~(program::kSignalTiles | program::kSignalCounter);

@@ -74,6 +74,12 @@ void assign_signal_flags(LoweredProgram& program);
 // program.layout and each task's scratch / counter offsets.
 void assign_state_layout(LoweredProgram& program);
 
+// Static schedule: moves the non-empty block lists to the first blocks, in their order, the empty ones after them.
+// Which block holds a list means nothing to the program (its tiles, their order, waits and forwarding go with the
+// list), so the result runs the same; the resident runtime then runs a flags-mode program on those first blocks
+// alone (runtime/resident.hpp: participants). Nothing to do without lists.
+void nonempty_lists_first(LoweredProgram& program);
+
 // Human-readable listing of a program (the `gridflow lower` command): tasks, tiles, deps, arena layout.
 std::string describe(const LoweredProgram& program, bool list_tiles = false);
 

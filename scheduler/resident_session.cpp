@@ -4,6 +4,7 @@
 #include "scheduler/binding.hpp"
 #include "scheduler/buffer_data.hpp"
 #include "scheduler/errors.hpp"
+#include "scheduler/lowering.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -161,7 +162,9 @@ ResidentSession::Handle ResidentSession::add(const Graph& graph, const ResidentP
   SessionOptions so;
   so.backend = options_.backend;
   so.mode = po.mode;
-  so.schedule = po.schedule;
+  // Static lists unless asked otherwise where they let a run take only the blocks it has tiles on (flags mode): a
+  // resident run then wakes only those (runtime/resident.hpp: participants).
+  so.schedule = po.schedule == Schedule::automatic && po.mode == SyncMode::flags ? Schedule::static_list : po.schedule;
   so.per_tile_deps = po.per_tile_deps;
   so.tiles = po.tiles;
   so.cpu_workers = options_.backend == Backend::cpu ? backend_->grid() : 0;
@@ -186,6 +189,7 @@ ResidentSession::Handle ResidentSession::add(const Graph& graph, const ResidentP
   p->graph = graph;
   p->analysis = std::move(plan.analysis);
   p->program = std::move(plan.program);
+  nonempty_lists_first(p->program);
   const std::vector<HostTensor> initial = initial_data(p->graph, options_.files);
 
   const std::lock_guard lock(mutex_);

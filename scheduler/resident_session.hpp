@@ -52,7 +52,7 @@ struct ResidentOptions {
 // How add() lowers a graph and how its runs wait.
 struct ResidentProgramOptions {
   SyncMode mode = SyncMode::flags;
-  Schedule schedule = Schedule::automatic;
+  Schedule schedule = Schedule::automatic; // automatic: static lists in flags mode (a run wakes only their blocks)
   bool per_tile_deps = true;
   TilePolicy tiles;
   std::uint64_t timeout_ns = 10'000'000'000ull; // watchdog: bound on every wait

@@ -33,13 +33,13 @@ if has bound; then
   note bound "rc=$?"
 fi
 if has serve; then
-  # Each graph at the default configuration, then with the static schedule and at one block per SM (SERVE_VARIANTS=0:
-  # the default only).
+  # Each graph at the default configuration (static lists in flags mode), then with the dynamic schedule and at one
+  # block per SM (SERVE_VARIANTS=0: the default only).
   for g in bench/graphs/one_tile.json examples/graphs/attention_rows.json examples/graphs/moe_routing.json; do
     name=$(basename "$g" .json)
     n=20000
     [ "$name" = one_tile ] || n=5000
-    variants=("default:" "static:--schedule static" "static-1sm:--schedule static --blocks-per-sm 1")
+    variants=("default:" "dynamic:--schedule dynamic" "default-1sm:--blocks-per-sm 1")
     [ "${SERVE_VARIANTS:-1}" = 0 ] && variants=("default:")
     for v in "${variants[@]}"; do
       tag=${v%%:*}

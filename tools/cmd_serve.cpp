@@ -60,6 +60,11 @@ struct Row {
   std::string note;
 };
 
+// baseline / resident in JSON, null where the baseline has no figure (no lean pipeline, say).
+nlohmann::json ratio_or_null(double baseline, double resident) {
+  return baseline > 0 && resident > 0 ? nlohmann::json(baseline / resident) : nlohmann::json(nullptr);
+}
+
 nlohmann::json to_json(const Row& r) {
   return {{"path", r.path},
           {"round_trip_p50_us", r.round_trip.p50},
@@ -225,8 +230,8 @@ int serve_bench(const Args& a) {
                           {"run_p50_us", body.p50},
                           {"throughput_depth1_per_s", rate1},
                           {"throughput_depth_per_s", rate_d},
-                          {"resident_vs_relaunch_p50", relaunch_p50 > 0 ? relaunch_p50 / resident_p50 : 0.0},
-                          {"resident_vs_best_lean_p50", best_lean_p50 > 0 ? best_lean_p50 / resident_p50 : 0.0},
+                          {"resident_vs_relaunch_p50", ratio_or_null(relaunch_p50, resident_p50)},
+                          {"resident_vs_best_lean_p50", ratio_or_null(best_lean_p50, resident_p50)},
                           {"rows", nlohmann::json::array()}};
     for (const Row& r : rows)
       doc["rows"].push_back(to_json(r));

@@ -453,6 +453,42 @@ TEST(Lowering, RowChainsForwardEveryRowOnChip) {
     EXPECT_EQ(t.flags & (program::kSignalTiles | program::kSignalCounter), 0u);
 }
 
+// nonempty_lists_first keeps every list whole and in order, only moving the non-empty ones to the first blocks; the
+// program then runs the same on the CPU (its forwarding and local waits go with the lists).
+TEST(Lowering, NonemptyListsMoveToTheFirstBlocks) {
+  Graph g("few");
+  g.add_buffer("x", DType::f32, {3, 256}, InitUniform{-1, 1, 4});
+  g.add_buffer("y", DType::f32, {3, 256});
+  g.add_buffer("z", DType::f32, {3, 256});
+  g.softmax("a", "x", "y");
+  g.scan("b", "y", "z", ScanFn::sum, false, Axis::row);
+  LoweredProgram p = lower_graph(g, SyncMode::flags, 8, Schedule::static_list);
+  // Make the lists sparse: move block 0's list to block 5 (an empty one).
+  ASSERT_EQ(p.block_begin.size(), 9u);
+  std::vector<std::vector<std::uint32_t>> lists(8);
+  for (std::uint32_t b = 0; b < 8; ++b)
+    lists[b].assign(p.block_tiles.begin() + p.block_begin[b], p.block_tiles.begin() + p.block_begin[b + 1]);
+  ASSERT_FALSE(lists[0].empty());
+  ASSERT_TRUE(lists[5].empty());
+  std::swap(lists[0], lists[5]);
+  p.block_begin.assign(1, 0);
+  p.block_tiles.clear();
+  for (const auto& l : lists) {
+    p.block_tiles.insert(p.block_tiles.end(), l.begin(), l.end());
+    p.block_begin.push_back(static_cast<std::uint32_t>(p.block_tiles.size()));
+  }
+  nonempty_lists_first(p);
+  std::vector<std::vector<std::uint32_t>> want;
+  for (const auto& l : lists)
+    if (!l.empty())
+      want.push_back(l);
+  for (std::uint32_t b = 0; b < 8; ++b) {
+    const std::vector<std::uint32_t> got(p.block_tiles.begin() + p.block_begin[b],
+                                         p.block_tiles.begin() + p.block_begin[b + 1]);
+    EXPECT_EQ(got, b < want.size() ? want[b] : std::vector<std::uint32_t>{}) << "block " << b;
+  }
+}
+
 // Forwarding needs the producer to be the consumer's only producer, the same row, and the block's previous tile.
 TEST(Lowering, ForwardingOnlyFromTheOneProducerOfTheRow) {
   Graph g("fw");

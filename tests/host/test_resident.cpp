@@ -2,6 +2,7 @@
 // results against plain runs bit for bit in every sync mode, ticket order, backpressure, recovery after a failed run,
 // stop() with work queued, several host threads submitting at once, and the errors of bad use.
 #include "runtime/errors.hpp"
+#include "runtime/resident_backend.hpp"
 #include "scheduler/errors.hpp"
 #include "scheduler/resident_session.hpp"
 #include "scheduler/session.hpp"
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -123,6 +125,58 @@ TEST(Resident, EverySyncModeMatchesPlainRunsBitForBit) {
     }
     rs.stop();
   }
+}
+
+// Programs that run on a few blocks (flags mode on static lists: only the blocks with tiles take part) interleaved
+// with programs that run on every block (barrier mode, and one wide enough for every worker): the blocks that sit
+// out a submission skip its ticket and still take part in the next one they have tiles in; every result bit for bit.
+TEST(Resident, ProgramsOnSomeBlocksInterleaveWithProgramsOnAll) {
+  constexpr std::uint32_t kMany = 6;
+  constexpr std::int64_t kFewRows = 2, kFewCols = 64;
+  ResidentOptions ro = cpu_runtime(4);
+  ro.cpu_workers = kMany;
+  ResidentSession rs(ro);
+  rs.start();
+  const Graph few = testing::softmax_sums(kFewRows, kFewCols);
+  const auto small = rs.add(few, program_options(SyncMode::flags));
+  const auto everywhere = rs.add(few, program_options(SyncMode::barrier));
+  const auto wide = rs.add(softmax_sums(), program_options(SyncMode::flags));
+  const std::uint64_t on_small = resident::participants(rs.program(small));
+  EXPECT_GE(on_small, 1u);
+  EXPECT_LT(on_small, kMany); // the feature under test: the others sit out
+  EXPECT_EQ(resident::participants(rs.program(everywhere)), 0u);
+  EXPECT_EQ(rs.program(small).schedule, Schedule::static_list);
+
+  struct Run {
+    ResidentSession::Handle h;
+    std::vector<float> x, y, s;
+    ResidentSession::Ticket t = 0;
+  };
+  std::mt19937 rng(3);
+  std::vector<Run> runs;
+  for (int i = 0; i < 60; ++i) {
+    const ResidentSession::Handle h = std::array{small, everywhere, wide, small}[rng() % 4];
+    const std::int64_t rows = h == wide ? kRows : kFewRows, cols = h == wide ? kCols : kFewCols;
+    runs.push_back(
+        {h, fresh(rows * cols, 500 + i), std::vector<float>(rows * cols, -7.0f), std::vector<float>(rows, -7.0f)});
+  }
+  for (Run& r : runs)
+    r.t = rs.submit(r.h, {{"x", host(r.x)}, {"y", host(r.y)}, {"s", host(r.s)}});
+  for (Run& r : runs)
+    rs.wait(r.t);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    SessionOptions o;
+    o.backend = Backend::cpu;
+    o.mode = r.h == everywhere ? SyncMode::barrier : SyncMode::flags;
+    o.cpu_workers = kMany;
+    const std::int64_t rows = r.h == wide ? kRows : kFewRows, cols = r.h == wide ? kCols : kFewCols;
+    Session s(testing::softmax_sums(rows, cols, &r.x), o);
+    s.run();
+    EXPECT_TRUE(same_bits(r.y, s.results()[1])) << "submission " << i;
+    EXPECT_TRUE(same_bits(r.s, s.results()[2])) << "submission " << i;
+  }
+  rs.stop();
 }
 
 TEST(Resident, SubmissionsRunInTicketOrder) {
