@@ -141,22 +141,25 @@ int main(int argc, char** argv) {
     const Timed t = time_graph(g, 256, 2, reps, true);
     row("select x > 0 f32", shape, "gridflow 256x2/SM", t.ms, bytes, cub_ms, t.check);
   }
-  // Histogram of 2^28 keys into 64 bins (MoE routing counts) vs cub::DeviceHistogram::HistogramEven.
-  if (args.runs("histogram")) {
-    const int bins = 64;
+  // Histogram of 2^28 uniform keys into 1 (every key in one bin), 64 (MoE routing counts), 1024 and 4096 bins vs
+  // cub::DeviceHistogram::HistogramEven.
+  for (const int bins : {1, 64, 1024, 4096}) {
+    if (!args.runs("histogram"))
+      break;
+    const std::string what = fmt::format("histogram {} bins i32", bins);
     int* keys = device_keys(n, bins, 6);
     int* counts = nullptr;
     counts = reinterpret_cast<int*>(device_floats(bins));
     const double cub_ms = stat_of(time_cub_histogram(keys, counts, n, bins, 3, reps)).median;
     free_device(keys);
     free_device(counts);
-    row("histogram 64 bins i32", vec, "cub::DeviceHistogram", cub_ms, 4.0 * n, 0, "");
+    row(what, vec, "cub::DeviceHistogram", cub_ms, 4.0 * n, 0, "");
     Graph g("histogram");
-    g.add_buffer("k", DType::i32, {n}, InitUniform{0, bins - 1, 6});
+    g.add_buffer("k", DType::i32, {n}, InitUniform{0, static_cast<double>(bins - 1), 6});
     g.add_buffer("c", DType::i32, {bins});
     g.histogram("count", "k", "c");
     const Timed t = time_graph(g, 256, 2, reps, true);
-    row("histogram 64 bins i32", vec, "gridflow 256x2/SM", t.ms, 4.0 * n, cub_ms, t.check);
+    row(what, vec, "gridflow 256x2/SM", t.ms, 4.0 * n, cub_ms, t.check);
   }
   // Softmax rows (no CUB equivalent: torch in bench/torch_baselines.py).
   for (long long cols : {1024LL, 4096LL, 8192LL, 32768LL}) {
