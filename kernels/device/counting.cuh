@@ -1,6 +1,7 @@
-// Tile-level pieces of the counting ops (contracts in kernels/counting.hpp): a block histogram in shared memory
-// with warp-aggregated updates (the seeds' __match_any_sync / __popc pattern: one shared atomic per distinct key
-// in a warp, not one per element), and the stable per-segment placement scatter and select build on.
+// Tile-level pieces of the counting ops (contracts in kernels/counting.hpp): a block histogram in shared memory (16-byte
+// loads, shared atomics into a few copies of the row, a warp of one key adding at once), and the stable per-segment
+// counts and placement scatter builds on, with warp-aggregated updates (the seeds' __match_any_sync / __popc pattern:
+// one update per distinct key in a warp).
 #pragma once
 
 #include "kernels/counting.hpp"
@@ -21,18 +22,70 @@ __device__ __forceinline__ unsigned lanemask_lt() {
   return m;
 }
 
-// Adds the keys of x[0, n) in [0, bins) into counts[0, bins) (shared, already zeroed), the whole block reading
-// coalesced 32-element chunks. Integer adds: the result is independent of their order.
-template <int THREADS> __device__ void block_count(const std::int32_t* x, long long n, int bins, int* counts) {
-  const long long rounded = (n + 31) / 32 * 32; // every lane of a warp takes part in each match
-#pragma unroll 4
-  for (long long i = threadIdx.x; i < rounded; i += THREADS) {
-    const std::int32_t key = i < n ? x[i] : -1;
-    const unsigned peers = __match_any_sync(0xffffffffu, key);
-    const bool leader = (peers & lanemask_lt()) == 0;
-    if (leader && key >= 0 && key < bins)
-      atomicAdd(&counts[key], __popc(peers));
+// Copies of the count row block_count keeps in its storage: warps w and w + copies share one, so fewer updates meet on
+// one shared address (four rows of up to kScatterMaxBins fit CountingStorage).
+__device__ __forceinline__ int count_copies(int bins) {
+  return bins <= kScatterMaxBins ? kScatterSegments : 1;
+}
+
+// Every thread of the block: counts the keys of x[0, n) in [0, bins) (others are ignored) into s[0, bins), with s
+// holding count_copies(bins) rows of bins (shared; zeroed here). Ends with a block barrier after which s[0, bins) holds
+// the totals. 16-byte groups of four keys, each added with a shared atomic into the warp's copy of the row; a warp
+// whose 128 keys of one step are all one key adds them at once (a hot bin would serialize 32 updates of one address),
+// and the elements before the first 16-byte boundary and after the last whole group one by one. Integer adds: the
+// result is independent of their order.
+template <int THREADS> __device__ void block_count(const std::int32_t* x, long long n, int bins, int* s) {
+  const int copies = count_copies(bins);
+  for (int i = threadIdx.x; i < copies * bins; i += THREADS)
+    s[i] = 0;
+  __syncthreads();
+  int* row = s + static_cast<int>(threadIdx.x / 32) % copies * bins;
+  const auto in_range = [bins](std::int32_t key) { return static_cast<unsigned>(key) < static_cast<unsigned>(bins); };
+  const long long misaligned = static_cast<long long>((16 - (reinterpret_cast<std::uintptr_t>(x) & 15)) & 15) / 4;
+  const long long head = misaligned < n ? misaligned : n;
+  const long long groups = (n - head) / 4;
+  const long long tail = head + 4 * groups;
+  for (long long i = threadIdx.x; i < head; i += THREADS)
+    if (in_range(x[i]))
+      atomicAdd(&row[x[i]], 1);
+  for (long long i = tail + threadIdx.x; i < n; i += THREADS)
+    if (in_range(x[i]))
+      atomicAdd(&row[x[i]], 1);
+  const int4* v = reinterpret_cast<const int4*>(x + head);
+  const long long rounded = (groups + 31) / 32 * 32; // whole warps take part in every vote
+  constexpr int kAhead = 4;                          // groups each thread loads before it counts them
+  for (long long base = threadIdx.x; base < rounded; base += kAhead * THREADS) {
+    int4 q[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const long long g = base + static_cast<long long>(u) * THREADS;
+      q[u] = g < groups ? v[g] : make_int4(-1, -1, -1, -1);
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      if (base + static_cast<long long>(u) * THREADS >= rounded)
+        break; // uniform across the warp: rounded and THREADS are multiples of 32
+      const std::int32_t first = __shfl_sync(0xffffffffu, q[u].x, 0);
+      if (__all_sync(0xffffffffu, q[u].x == first && q[u].y == first && q[u].z == first && q[u].w == first)) {
+        if ((threadIdx.x & 31) == 0 && in_range(first))
+          atomicAdd(&row[first], 128);
+      } else {
+        for (const std::int32_t key : {q[u].x, q[u].y, q[u].z, q[u].w})
+          if (in_range(key))
+            atomicAdd(&row[key], 1);
+      }
+    }
   }
+  __syncthreads();
+  if (copies == 1)
+    return;
+  for (int b = threadIdx.x; b < bins; b += THREADS) {
+    int total = s[b];
+    for (int c = 1; c < copies; ++c)
+      total += s[c * bins + b];
+    s[b] = total;
+  }
+  __syncthreads();
 }
 
 // Segment s of `segments` equal contiguous parts of [0, n).

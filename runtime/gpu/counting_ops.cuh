@@ -18,11 +18,7 @@ template <int THREADS> __device__ void histogram_tile(TileContext<THREADS> c) {
   const program::ItemRange items = program::tile_items(c.task(), c.index);
   const int bins = static_cast<int>(c.task().param);
   int* counts = c.s().counting.counts;
-  for (int b = threadIdx.x; b < bins; b += THREADS)
-    counts[b] = 0;
-  __syncthreads();
   kernels::block_count<THREADS>(c.template in<std::int32_t>() + items.begin, items.size(), bins, counts);
-  __syncthreads();
   std::int32_t* out = c.template out<std::int32_t>();
   if (c.task().num_tiles == 1) {
     for (int b = threadIdx.x; b < bins; b += THREADS)
