@@ -1,10 +1,13 @@
-// Lean kernels: one small kernel per row op, as a CUDA engineer writes it for rows up to 4 x 256 x VECS columns: a
+// Lean kernels: one small kernel per row op (and a grid-stride elementwise map), as a CUDA engineer writes it for rows
+// up to 4 x 256 x VECS columns: a
 // block of 256 threads per row, VECS float4 (int4) groups per thread, warp shuffles plus one shared-memory merge per
 // reduction, cub::BlockScan for the row scan. Every kernel opens with the programmatic-dependent-launch calls, so the
 // same kernel serves launches with and without PDL: cudaTriggerProgrammaticLaunchCompletion() lets the next kernel of
 // the stream launch early, cudaGridDependencySynchronize() waits until the previous one has finished and its writes
 // are visible (both return at once in a launch without the PDL attribute).
 #pragma once
+
+#include "kernels/map.hpp"
 
 #include <cub/block/block_scan.cuh>
 #include <cuda/std/limits>
@@ -81,6 +84,28 @@ __device__ __forceinline__ void store_row(const T (&v)[VECS][4], T* y, int cols,
           y[c + k] = v[g][k];
     }
   }
+}
+
+// Elementwise map (kernels/map.hpp), grid-stride: 16-byte groups when x and y are 16-byte aligned (vec), else one
+// element at a time.
+template <MapFn F>
+__global__ void __launch_bounds__(kLeanThreads)
+    map_kernel(const float* x, float* y, long long n, kernels::MapParams p, int vec) {
+  pdl_entry();
+  const long long stride = static_cast<long long>(gridDim.x) * kLeanThreads;
+  const long long first = static_cast<long long>(blockIdx.x) * kLeanThreads + threadIdx.x;
+  long long done = 0;
+  if (vec) {
+    const long long groups = n / 4;
+    for (long long g = first; g < groups; g += stride) {
+      const float4 v = reinterpret_cast<const float4*>(x)[g];
+      reinterpret_cast<float4*>(y)[g] = make_float4(kernels::map_apply<F>(v.x, p), kernels::map_apply<F>(v.y, p),
+                                                    kernels::map_apply<F>(v.z, p), kernels::map_apply<F>(v.w, p));
+    }
+    done = 4 * groups;
+  }
+  for (long long i = done + first; i < n; i += stride)
+    y[i] = kernels::map_apply<F>(x[i], p);
 }
 
 // Row softmax (log: log-softmax), one block per row: row r of x is at x + r * stride.

@@ -156,6 +156,25 @@ std::function<void(cudaStream_t, bool)> row_step(const TaskDesc& t, const std::v
   return row_step_v<4>(t, in, out, vec);
 }
 
+// A map as one grid-stride lean kernel: enough blocks for one 16-byte group per thread, at most 8 per SM's worth.
+std::function<void(cudaStream_t, bool)> map_step(const TaskDesc& t, const std::vector<void*>& buffers) {
+  const auto* in = reinterpret_cast<const float*>(at(buffers, t.in_buffer, t.in_offset));
+  auto* out = reinterpret_cast<float*>(at(buffers, t.out_buffer, t.out_offset));
+  const long long n = t.rows * t.cols;
+  const int vec = ((reinterpret_cast<std::uintptr_t>(in) | reinterpret_cast<std::uintptr_t>(out)) & 15) == 0 ? 1 : 0;
+  int device = 0, sms = 0;
+  GRIDFLOW_CUDA_CHECK(cudaGetDevice(&device));
+  GRIDFLOW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const long long want = std::max(1LL, (n / 4 + kLeanThreads - 1) / kLeanThreads);
+  const auto blocks = static_cast<unsigned>(std::min<long long>(want, 8LL * sms));
+  const kernels::MapParams p{std::bit_cast<float>(t.consts[0]), std::bit_cast<float>(t.consts[1]),
+                             std::bit_cast<float>(t.consts[2]), std::bit_cast<float>(t.consts[3])};
+  const auto fn = static_cast<MapFn>(t.fn);
+  return [=](cudaStream_t s, bool pdl) {
+    kernels::with_map_fn(fn, [&]<MapFn F>() { launch_lean(s, pdl, map_kernel<F>, blocks, in, out, n, p, vec); });
+  };
+}
+
 // A whole-view op as one CUB call; its temporary storage is sized and allocated here, once.
 template <class T>
 std::function<void(cudaStream_t, bool)> cub_step(const TaskDesc& t, const std::vector<void*>& buffers,
@@ -203,7 +222,7 @@ std::function<void(cudaStream_t, bool)> cub_step(const TaskDesc& t, const std::v
   default: { // select
     T* out = reinterpret_cast<T*>(at(buffers, t.out_buffer, t.out_offset));
     int* count = reinterpret_cast<int*>(at(buffers, t.aux_buffer, static_cast<std::int64_t>(t.aux_offset)));
-    const Keep<T> keep{static_cast<CmpFn>(t.param), std::bit_cast<T>(t.param2)};
+    const Keep<T> keep{static_cast<CmpFn>(t.param), std::bit_cast<T>(t.consts[0])};
     call = [=](void* tmp, std::size_t& b, cudaStream_t s) {
       return cub::DeviceSelect::If(tmp, b, in, out, count, items, keep, s);
     };
@@ -363,6 +382,9 @@ std::unique_ptr<LeanPipeline> LeanPipeline::build(const LoweredProgram& p, const
       if (static_cast<Opcode>(t.opcode) == Opcode::reduce_rows && t.fn == static_cast<std::uint32_t>(ReduceFn::argmax))
         return refuse(i, "argmax");
       step.enqueue = row_step(t, buffers);
+      break;
+    case Opcode::map:
+      step.enqueue = map_step(t, buffers);
       break;
     case Opcode::reduce_all:
       if (t.fn == static_cast<std::uint32_t>(ReduceFn::argmax))

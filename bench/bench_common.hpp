@@ -58,7 +58,7 @@ inline double median_run_ms(Session& s, int reps, bool trace = false) {
 struct Args {
   std::string json_path;
   bool quick = false;
-  std::string only; // --only NAME: run only the sections whose name contains NAME (benchmarks with sections)
+  std::string only; // --only NAME[,NAME...]: run only the sections whose name contains one of the NAMEs
   static Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
@@ -75,7 +75,17 @@ struct Args {
     }
     return a;
   }
-  bool runs(const std::string& section) const { return only.empty() || section.find(only) != std::string::npos; }
+  bool runs(const std::string& section) const {
+    if (only.empty())
+      return true;
+    for (std::size_t begin = 0; begin <= only.size();) {
+      const std::size_t end = std::min(only.find(',', begin), only.size());
+      if (end > begin && section.find(only.substr(begin, end - begin)) != std::string::npos)
+        return true;
+      begin = end + 1;
+    }
+    return false;
+  }
 };
 
 // Rows of results, written as {"gridflow": {version, commit}, "benchmark", "date", "gpu", "rows": [...]}.

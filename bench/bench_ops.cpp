@@ -2,6 +2,7 @@
 // Every gridflow configuration is checked against the float64 references before it is timed.
 #include "bench/bench_common.hpp"
 #include "bench/cub_baselines.hpp"
+#include "bench/lean_compare.hpp"
 #include "runtime/device.hpp"
 #include "scheduler/session.hpp"
 
@@ -41,7 +42,8 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
 
 } // namespace
 
-// Sections (--only): reduce, scan, rowreduce, select, histogram, softmax.
+// Sections (--only): reduce, scan, rowreduce, select, map, histogram, softmax. The "vs CUB" column is the
+// baseline's time over gridflow's (CUB's; for map the lean kernel's).
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
   const std::optional<DeviceInfo> gpu = gpu_to_measure("gridflow_bench_ops");
@@ -120,10 +122,12 @@ int main(int argc, char** argv) {
     const Timed t = time_graph(g, 256, 2, reps, true);
     row("row reduce sum f32", shape, "gridflow 256x2/SM", t.ms, 4.0 * n + 4.0 * rows, cub_seg, t.check);
   }
-  // Stream compaction of 10^8 floats (about half kept) vs cub::DeviceSelect::If; bytes: read n, write the kept.
-  if (args.runs("select")) {
+  // Stream compaction of 10^8 uniform floats in [-1, 1] keeping about 1%, 50% and 99% (x > 0.98, 0, -0.98) vs
+  // cub::DeviceSelect::If; bytes: read n, write the kept.
+  for (const float threshold : {0.98f, 0.0f, -0.98f}) {
+    if (!args.runs("select"))
+      break;
     const long long m = args.quick ? 10'000'000LL : 100'000'000LL;
-    const float threshold = 0.0f;
     float* in = device_uniform(m, 5);
     float* out = device_floats(m);
     long long kept = 0;
@@ -131,15 +135,39 @@ int main(int argc, char** argv) {
     free_device(in);
     free_device(out);
     const double bytes = 4.0 * m + 4.0 * static_cast<double>(kept);
-    const std::string shape = fmt::format("{}", m);
-    row("select x > 0 f32", shape, "cub::DeviceSelect::If", cub_ms, bytes, 0, "");
+    const std::string what = fmt::format("select x > {} f32", threshold);
+    const std::string shape = fmt::format("{} ({:.0f}% kept)", m, 100.0 * static_cast<double>(kept) / m);
+    row(what, shape, "cub::DeviceSelect::If", cub_ms, bytes, 0, "");
     Graph g("select");
     g.add_buffer("x", DType::f32, {m}, InitUniform{-1, 1, 5});
     g.add_buffer("y", DType::f32, {m});
     g.add_buffer("n", DType::i32, {1});
     g.select("compact", "x", "y", "n", CmpFn::gt, threshold);
     const Timed t = time_graph(g, 256, 2, reps, true);
-    row("select x > 0 f32", shape, "gridflow 256x2/SM", t.ms, bytes, cub_ms, t.check);
+    row(what, shape, "gridflow 256x2/SM", t.ms, bytes, cub_ms, t.check);
+  }
+  // The elementwise map of n floats (tanh(2x - 0.5)) vs the lean grid-stride kernel a CUDA engineer writes
+  // (baselines/lean_kernels.cuh) on the same buffers, checked against the same float64 reference first.
+  if (args.runs("map")) {
+    Graph g("map");
+    g.add_buffer("x", DType::f32, {n}, InitUniform{-3, 3, 8});
+    g.add_buffer("y", DType::f32, {n});
+    g.map("act", "x", "y", MapFn::tanh, 2.0, -0.5);
+    SessionOptions o;
+    o.backend = Backend::gpu;
+    o.mode = SyncMode::flags;
+    o.blocks_per_sm = 2;
+    Session s(g, o);
+    s.run();
+    const CheckReport c = s.check();
+    if (!c.passed)
+      throw std::runtime_error("check failed before timing: " + c.summary());
+    const double ms = median_run_ms(s, reps);
+    const LeanResult lean = lean_baseline(s, 3, reps);
+    if (!lean.ran)
+      throw std::runtime_error("the lean map baseline did not run: " + lean.why);
+    row("map tanh f32", vec, fmt::format("lean kernel ({})", lean.best_name()), lean.best_ms(), 8.0 * n, 0, "");
+    row("map tanh f32", vec, "gridflow 256x2/SM", ms, 8.0 * n, lean.best_ms(), c.summary());
   }
   // Histogram of 2^28 uniform keys into 1 (every key in one bin), 64 (MoE routing counts), 1024 and 4096 bins vs
   // cub::DeviceHistogram::HistogramEven.

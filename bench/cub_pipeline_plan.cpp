@@ -51,6 +51,7 @@ std::optional<std::vector<CubStep>> cub_steps_for(const Graph& g, const Analysis
       break;
     case OpKind::softmax:
     case OpKind::scatter:
+    case OpKind::map:
       ok = false;
       break;
     }

@@ -162,6 +162,34 @@ void softmax(std::span<const float> row, bool log, std::span<Expected> out) {
   }
 }
 
+MapExpected map(MapFn fn, float x, float scale, float shift, float lo, float hi) {
+  const double a = scale, v = a * x + shift; // a * x is exact in double; one rounding at the add
+  double y = v, slope = 1.0;                 // identity; relu and clamp: slope 1 bounds both sides of a corner
+  switch (fn) {
+  case MapFn::relu:
+    y = v < 0.0 ? 0.0 : v;
+    break;
+  case MapFn::exp:
+    y = std::exp(v);
+    slope = y;
+    break;
+  case MapFn::tanh:
+    y = std::tanh(v);
+    slope = 1.0 - y * y;
+    break;
+  case MapFn::clamp:
+    y = v < lo ? lo : (v > hi ? hi : v);
+    break;
+  case MapFn::identity:
+    break;
+  }
+  // NaN and infinities are exact (scale 0): the executor must produce the same.
+  if (!std::isfinite(y) || !std::isfinite(v))
+    return {{y, 0.0}, 0.0};
+  const double entered = std::fabs(v) + std::fabs(a * x) + std::fabs(static_cast<double>(shift));
+  return {{y, slope * entered + std::fabs(y)}, std::fabs(a) * slope};
+}
+
 void histogram(std::span<const std::int32_t> keys, std::span<std::int32_t> counts) {
   std::fill(counts.begin(), counts.end(), 0);
   const auto bins = static_cast<std::int64_t>(counts.size());
@@ -196,6 +224,7 @@ double tolerance(OpKind op, DType dtype, ReduceFn rfn, ScanFn sfn) {
   case OpKind::scan:
     return sfn == ScanFn::sum ? 1e-5 : 0.0;
   case OpKind::softmax:
+  case OpKind::map:
     return 1e-5;
   case OpKind::histogram:
   case OpKind::scatter:

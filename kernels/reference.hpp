@@ -43,6 +43,15 @@ void scan(ScanFn fn, bool exclusive, std::span<const std::int32_t> x, std::span<
 // Numerically stable softmax (or log-softmax) of one row; out.size() == row.size() >= 1.
 void softmax(std::span<const float> row, bool log, std::span<Expected> out);
 
+// The map (kernels/map.hpp) of one f32 element, in float64 with the f32 constants the device uses (MapParams):
+// the value, its error scale (the magnitudes that entered it, times the function's slope, plus |y| for the
+// function's own rounding), and `slope`, |dy/dx|, which carries an error of the input into the output.
+struct MapExpected {
+  Expected e;
+  double slope = 0.0;
+};
+MapExpected map(MapFn fn, float x, float scale, float shift, float lo, float hi);
+
 // The counting ops (contracts in kernels/counting.hpp); all exact.
 // histogram: counts.size() is the number of bins.
 void histogram(std::span<const std::int32_t> keys, std::span<std::int32_t> counts);

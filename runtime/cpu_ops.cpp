@@ -3,6 +3,7 @@
 #include "runtime/cpu_ops.hpp"
 
 #include "kernels/counting.hpp"
+#include "kernels/map.hpp"
 #include "kernels/reference.hpp"
 #include "runtime/arena.hpp"
 #include "runtime/lookback.hpp"
@@ -266,6 +267,23 @@ bool softmax_rows(const TileCtx& c) {
   return true;
 }
 
+// ---- map (kernels/map.hpp): the device's single-precision arithmetic, so both executors round alike ----------
+
+bool map(const TileCtx& c) {
+  const program::ItemRange r = program::tile_items(c.task, c.view.tiles[c.tile].index);
+  const kernels::MapParams p{bits_f32(c.task.consts[0]), bits_f32(c.task.consts[1]), bits_f32(c.task.consts[2]),
+                             bits_f32(c.task.consts[3])};
+  std::vector<float> x;
+  if (!gather(c, r.begin, r.end, x))
+    return false;
+  kernels::with_map_fn(static_cast<MapFn>(c.task.fn), [&]<MapFn F>() {
+    for (std::int64_t i = 0; i < r.size(); ++i)
+      store_bits(c, r.begin + i,
+                 std::bit_cast<std::uint32_t>(kernels::map_apply<F>(x[static_cast<std::size_t>(i)], p)));
+  });
+  return true;
+}
+
 // ---- counting ops (kernels/counting.hpp) -------------------------------------------------------------------
 
 std::int32_t* aux_i32(const TileCtx& c) {
@@ -342,7 +360,7 @@ bool scatter(const TileCtx& c) {
         next[b] += rows[std::size_t{j} * bins + b];
     }
   }
-  const auto out_size = static_cast<std::int64_t>(c.task.out_size);
+  const auto out_size = static_cast<std::int64_t>(program::const_u64(c.task, 0));
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::int32_t key = keys[i];
     if (key < 0 || key >= static_cast<std::int64_t>(bins))
@@ -363,7 +381,7 @@ template <class T> bool select(const TileCtx& c) {
   if (!gather(c, r.begin, r.end, x))
     return false;
   const auto cmp = static_cast<CmpFn>(c.task.param);
-  const T threshold = std::bit_cast<T>(c.task.param2);
+  const T threshold = std::bit_cast<T>(c.task.consts[0]);
   std::vector<T> kept(x.size());
   const auto own = static_cast<std::uint32_t>(ref::select(cmp, std::span<const T>(x), threshold, std::span<T>(kept)));
   std::uint32_t prefix = 0;
@@ -429,6 +447,8 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
     return scatter(c);
   case Opcode::select:
     return by_dtype<SelectOp>(c);
+  case Opcode::map:
+    return map(c);
   case Opcode::noop:
     return true;
   default: {

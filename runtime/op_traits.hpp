@@ -49,21 +49,23 @@ struct OpTraits {
   Scratch scratch;
   TileRule tile_rule;
   BinsRule bins;
+  std::uint8_t fns; // how many values TaskDesc::fn takes (ReduceFn, ScanFn, MapFn); 0: the op has no fn
 };
 
 // clang-format off
 inline constexpr OpTraits kOpTable[] = {
-    // name           row    count  local  own    empty  1/item buffers aux            scratch                    tile rule               bins
-    {"invalid",       false, false, false, false, false, false, false, AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none},
-    {"reduce_all",    false, false, false, false, true,  false, true,  AuxUse::none,  Scratch::partials,         TileRule::any,          BinsRule::none},
-    {"reduce_rows",   true,  false, true,  false, false, true,  true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none},
-    {"scan_all",      false, false, true,  true,  false, false, true,  AuxUse::none,  Scratch::lookback,         TileRule::whole_chunks, BinsRule::none},
-    {"scan_rows",     true,  false, true,  false, false, false, true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none},
-    {"softmax_rows",  true,  false, true,  false, false, false, true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none},
-    {"noop",          false, false, false, false, false, false, false, AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none},
-    {"histogram",     false, true,  false, false, true,  false, true,  AuxUse::none,  Scratch::count_rows,       TileRule::any,          BinsRule::histogram},
-    {"scatter",       false, true,  false, true,  false, false, true,  AuxUse::read,  Scratch::count_rows_ready, TileRule::any,          BinsRule::scatter},
-    {"select",        false, true,  false, true,  true,  false, true,  AuxUse::write, Scratch::lookback,         TileRule::one_chunk,    BinsRule::none},
+    // name           row    count  local  own    empty  1/item buffers aux            scratch                    tile rule               bins                fns
+    {"invalid",       false, false, false, false, false, false, false, AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       0},
+    {"reduce_all",    false, false, false, false, true,  false, true,  AuxUse::none,  Scratch::partials,         TileRule::any,          BinsRule::none,       4},
+    {"reduce_rows",   true,  false, true,  false, false, true,  true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       4},
+    {"scan_all",      false, false, true,  true,  false, false, true,  AuxUse::none,  Scratch::lookback,         TileRule::whole_chunks, BinsRule::none,       2},
+    {"scan_rows",     true,  false, true,  false, false, false, true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       2},
+    {"softmax_rows",  true,  false, true,  false, false, false, true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       0},
+    {"noop",          false, false, false, false, false, false, false, AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       0},
+    {"histogram",     false, true,  false, false, true,  false, true,  AuxUse::none,  Scratch::count_rows,       TileRule::any,          BinsRule::histogram,  0},
+    {"scatter",       false, true,  false, true,  false, false, true,  AuxUse::read,  Scratch::count_rows_ready, TileRule::any,          BinsRule::scatter,    0},
+    {"select",        false, true,  false, true,  true,  false, true,  AuxUse::write, Scratch::lookback,         TileRule::one_chunk,    BinsRule::none,       0},
+    {"map",           false, false, true,  false, false, false, true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       5},
 };
 // clang-format on
 static_assert(std::size(kOpTable) == kOpcodeCount, "one row per opcode");
@@ -101,6 +103,14 @@ inline constexpr std::uint32_t kOneChunkOps =
     detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::one_chunk; });
 inline constexpr std::uint32_t kHistogramBinOps =
     detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::histogram; });
+// TaskDesc::fn's bound per opcode, four bits each (device code shifts; no table load).
+inline constexpr std::uint64_t kFnCounts = [] {
+  std::uint64_t m = 0;
+  for (std::uint32_t op = 0; op < kOpcodeCount; ++op)
+    m |= std::uint64_t{kOpTable[op].fns} << (4 * op);
+  return m;
+}();
+static_assert(kOpcodeCount * 4 <= 64, "four bits per opcode");
 inline constexpr std::uint32_t kScatterBinOps =
     detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::scatter; });
 
@@ -115,10 +125,11 @@ enum class DescriptorField : std::uint32_t {
   buffer = 2,    // a view's buffer index out of range
   tile_size = 3, // a tile size the op's tile rule refuses
   bins = 4,      // a bin count out of the op's bounds
+  fn = 5,        // a function (ReduceFn, ScanFn, MapFn) the op does not have
 };
-inline constexpr std::uint32_t kDescriptorFieldCount = 5;
-inline constexpr const char* kDescriptorFieldNames[] = {"tile id", "dependency task", "buffer index", "tile size",
-                                                        "bins"};
+inline constexpr std::uint32_t kDescriptorFieldCount = 6;
+inline constexpr const char* kDescriptorFieldNames[] = {
+    "tile id", "dependency task", "buffer index", "tile size", "bins", "fn"};
 static_assert(std::size(kDescriptorFieldNames) == kDescriptorFieldCount);
 
 // What is wrong with task descriptor `t` for a program of `num_buffers` buffers whose scan chunk is `chunk`
@@ -143,6 +154,9 @@ GRIDFLOW_HOST_DEVICE constexpr DescriptorCheck check_descriptor(const TaskDesc& 
     return {false, DescriptorField::bins};
   if (op_has(kScatterBinOps, op) && (t.param == 0 || t.param > scatter_max_bins))
     return {false, DescriptorField::bins};
+  const std::uint32_t fns = op < kOpcodeCount ? static_cast<std::uint32_t>((kFnCounts >> (4 * op)) & 15u) : 0u;
+  if (fns != 0 && t.fn >= fns)
+    return {false, DescriptorField::fn};
   return {};
 }
 

@@ -25,8 +25,9 @@ enum class Opcode : std::uint32_t {
   scatter = 8,      // i32 keys + offsets (aux) -> stable placement of indices; tile k folds rows of tiles < k
   select = 9,       // compaction: tiles are element chunks (scan tile size); positions by deterministic look-back;
                     // the count goes to aux
+  map = 10,         // elementwise y = f(scale * x + shift) (kernels/map.hpp); tiles are element chunks
 };
-inline constexpr std::uint32_t kOpcodeCount = 10;
+inline constexpr std::uint32_t kOpcodeCount = 11;
 
 // TaskDesc::flags bits.
 enum TaskFlag : std::uint32_t {
@@ -55,11 +56,9 @@ struct alignas(16) TaskDesc {
   std::uint32_t first_tile = 0; // global id of this task's tile 0
   std::uint32_t num_tiles = 0;
   std::uint32_t graph_task = 0; // index of the graph task this lowers (for errors and traces)
-  std::uint32_t param2 = 0;     // select: the threshold's bits (in the input's dtype)
-  std::uint32_t reserved1 = 0;
-  std::int64_t in_offset = 0;  // element offset of the input view in its buffer
-  std::int64_t out_offset = 0; // element offset of the output view in its buffer
-  std::int64_t rows = 0;       // input view is rows x cols, row-major, contiguous; 1-D views: rows == 1
+  std::int64_t in_offset = 0;   // element offset of the input view in its buffer
+  std::int64_t out_offset = 0;  // element offset of the output view in its buffer
+  std::int64_t rows = 0;        // input view is rows x cols, row-major, contiguous; 1-D views: rows == 1
   std::int64_t cols = 0;
   std::int64_t tile_size = 0;   // elements per tile (reduce_all, scan_all) or rows per tile (row ops)
   std::uint64_t scratch = 0;    // byte offset in the state arena: partials (reduce_all), look-back words (scan_all,
@@ -68,9 +67,20 @@ struct alignas(16) TaskDesc {
   std::uint64_t aux_offset = 0; // element offset of the second operand: scatter's offsets (read), select's count
   std::uint32_t aux_buffer = kNoBuffer; // (written)
   std::uint32_t param = 0;              // histogram / scatter: bins; select: CmpFn
-  std::uint64_t out_size = 0;           // elements of the output view (scatter bounds its positions by it)
+  // The op's constants, as bits: select: [0] the threshold (in the input's dtype); map: scale, shift, lo, hi (f32);
+  // scatter: [0] and [1] the output view's size in elements, low and high word (it bounds the positions).
+  std::uint32_t consts[4] = {};
 };
 static_assert(sizeof(TaskDesc) == 128 && alignof(TaskDesc) == 16);
+
+// A 64-bit constant in TaskDesc::consts[i, i + 1] (low word first): scatter's output size.
+constexpr std::uint64_t const_u64(const TaskDesc& t, int i) {
+  return std::uint64_t{t.consts[i]} | std::uint64_t{t.consts[i + 1]} << 32;
+}
+constexpr void set_const_u64(TaskDesc& t, int i, std::uint64_t v) {
+  t.consts[i] = static_cast<std::uint32_t>(v);
+  t.consts[i + 1] = static_cast<std::uint32_t>(v >> 32);
+}
 static_assert(std::is_trivially_copyable_v<TaskDesc>);
 
 // One tile: which task, which piece, and where its dependency list lives in the dep array.

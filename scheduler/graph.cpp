@@ -130,6 +130,25 @@ Task& Graph::select(std::string name, ViewSpec in, ViewSpec out, ViewSpec count,
   return add_task(std::move(t));
 }
 
+Task& Graph::map(std::string name, ViewSpec in, ViewSpec out, MapFn fn, double scale, double shift) {
+  Task t;
+  t.name = std::move(name);
+  t.op = OpKind::map;
+  t.in = std::move(in);
+  t.out = std::move(out);
+  t.map_fn = fn;
+  t.scale = scale;
+  t.shift = shift;
+  return add_task(std::move(t));
+}
+
+Task& Graph::clamp(std::string name, ViewSpec in, ViewSpec out, double lo, double hi, double scale, double shift) {
+  Task& t = map(std::move(name), std::move(in), std::move(out), MapFn::clamp, scale, shift);
+  t.lo = lo;
+  t.hi = hi;
+  return t;
+}
+
 const Buffer* Graph::find_buffer(const std::string& name) const {
   for (const Buffer& b : buffers_)
     if (b.name == name)

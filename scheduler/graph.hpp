@@ -69,6 +69,8 @@ struct ViewSpec {
 //   histogram: in = i32 keys, out = i32 counts (bins = out's length, at most 4096);
 //   scatter:   in = i32 keys, aux = i32 offsets (bins = its length, at most 1024), out = i32 placed indices;
 //   select:    in = f32 or i32, out = same dtype and length, aux = one i32 (the count); keeps x CMP threshold.
+// map (kernels/map.hpp): in = f32, out = f32 of the same length (in place on exactly the input allowed);
+//   y = f(scale * x + shift); clamp needs lo <= hi.
 struct Task {
   std::string name;
   OpKind op = OpKind::reduce;
@@ -79,6 +81,10 @@ struct Task {
   Axis axis = Axis::all;              // reduce, scan: the whole view or each row; softmax: always rows
   CmpFn cmp = CmpFn::gt;              // select
   double threshold = 0.0;             // select (an integer for i32 inputs)
+  MapFn map_fn = MapFn::identity;     // map
+  double scale = 1.0;                 // map
+  double shift = 0.0;                 // map
+  std::optional<double> lo, hi;       // map: clamp's bounds (required for clamp, refused otherwise)
   ViewSpec in;
   ViewSpec out;
   ViewSpec aux;                   // scatter: offsets (read); select: count (written); others: none (no buffer)
@@ -107,6 +113,9 @@ public:
   Task& histogram(std::string name, ViewSpec keys, ViewSpec counts);
   Task& scatter(std::string name, ViewSpec keys, ViewSpec offsets, ViewSpec out);
   Task& select(std::string name, ViewSpec in, ViewSpec out, ViewSpec count, CmpFn cmp, double threshold);
+  Task& map(std::string name, ViewSpec in, ViewSpec out, MapFn fn, double scale = 1.0, double shift = 0.0);
+  Task& clamp(std::string name, ViewSpec in, ViewSpec out, double lo, double hi, double scale = 1.0,
+              double shift = 0.0);
 
   const std::vector<Buffer>& buffers() const { return buffers_; }
   std::vector<Buffer>& buffers() { return buffers_; }

@@ -231,6 +231,14 @@ Task parse_task(const Node& n) {
     t.cmp = parse_enum<CmpFn>(n.key("cmp"), &parse_cmp_fn, "\"gt\", \"ge\", \"lt\", \"le\", \"eq\", \"ne\"");
   if (n.has("threshold"))
     t.threshold = n.key("threshold").number();
+  if (n.has("scale"))
+    t.scale = n.key("scale").number();
+  if (n.has("shift"))
+    t.shift = n.key("shift").number();
+  if (n.has("lo"))
+    t.lo = n.key("lo").number();
+  if (n.has("hi"))
+    t.hi = n.key("hi").number();
   if (kind.aux_key != nullptr)
     t.aux = parse_view(n.key(kind.aux_key));
   t.name = n.required("name", "a task").string();
@@ -457,6 +465,14 @@ std::string graph_to_json(const Graph& g, int indent) {
         jt["cmp"] = to_string(t.cmp);
       else if (k.name == "threshold")
         jt["threshold"] = t.threshold;
+      else if (k.name == "scale")
+        jt["scale"] = t.scale;
+      else if (k.name == "shift")
+        jt["shift"] = t.shift;
+      else if (k.name == "lo" && t.lo)
+        jt["lo"] = *t.lo;
+      else if (k.name == "hi" && t.hi)
+        jt["hi"] = *t.hi;
       else if (kind.aux_key != nullptr && k.name == kind.aux_key)
         jt[std::string(k.name)] = view_json(t.aux);
     }

@@ -56,7 +56,8 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
   const std::int64_t items = program::task_items(d);
   const std::int64_t spread = std::int64_t{o.grid_blocks} * p.waves;
   switch (static_cast<Opcode>(d.opcode)) {
-  case Opcode::reduce_all: {
+  case Opcode::reduce_all:
+  case Opcode::map: {
     const std::int64_t want = std::max(p.reduce_min_tile, ceil_div(std::max<std::int64_t>(items, 1), spread));
     return std::min(ceil_div(want, 1024) * 1024, std::max(p.max_tile_elements, p.reduce_min_tile));
   }
@@ -356,7 +357,9 @@ void assign_state_layout(LoweredProgram& p) {
   L.total = at;
 }
 
-LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOptions& o) {
+namespace {
+
+void validate_options(const LoweringOptions& o) {
   if (o.grid_blocks == 0)
     throw GraphError("lowering: grid_blocks must be >= 1");
   if (o.threads_per_block == 0 || o.threads_per_block % 32 != 0 || o.threads_per_block > 1024)
@@ -365,46 +368,46 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   if (o.grid_blocks > kMaxGridBlocks)
     throw GraphError(fmt::format("lowering: grid_blocks = {}: must be at most {}", o.grid_blocks, kMaxGridBlocks));
   validate_policy(o.tiles);
-  LoweredProgram p;
-  p.mode = o.mode;
-  p.schedule = o.schedule;
-  p.grid_blocks = o.grid_blocks;
-  p.threads_per_block = o.threads_per_block;
-  p.scan_chunk = o.threads_per_block * o.tiles.scan_items_per_thread;
-  for (const Buffer& b : graph.buffers())
-    p.buffers.push_back({b.name, b.dtype, b.elements(), false});
+}
 
-  // 1. Tasks in topological order, each cut into tiles.
+// The descriptor of graph task gi (its tile count not yet set): opcode, the op's own fields, views, shape, tiling.
+TaskDesc describe_task(const Graph& graph, const Analysis& a, std::uint32_t gi, const LoweringOptions& o) {
+  const Task& t = graph.tasks()[gi];
+  const ResolvedView& in = a.in[gi];
+  const ResolvedView& out = a.out[gi];
+  const OpKindTraits& kind = kind_traits(t.op);
+  TaskDesc d;
+  d.opcode = static_cast<std::uint32_t>(kind.lower(t, in));
+  d.dtype = static_cast<std::uint32_t>(graph.buffers()[in.buffer].dtype);
+  kind.encode({graph, t, in, out, a.aux[gi] ? &*a.aux[gi] : nullptr}, d);
+  d.in_buffer = in.buffer;
+  d.out_buffer = out.buffer;
+  d.in_offset = in.offset;
+  d.out_offset = out.offset;
+  if (a.aux[gi]) {
+    d.aux_buffer = a.aux[gi]->buffer;
+    d.aux_offset = static_cast<std::uint64_t>(a.aux[gi]->offset);
+  }
+  const bool row_op = program::is_row_op(d.opcode);
+  d.rows = row_op ? in.rows : 1;
+  d.cols = row_op ? in.cols : in.elements();
+  d.level = a.level[gi];
+  d.graph_task = gi;
+  d.tile_size = tile_size_for(d, o);
+  return d;
+}
+
+// Step 1: the tasks in topological order, each cut into tiles (at most kMaxTiles in all); returns each graph
+// task's device task.
+std::vector<std::uint32_t> lower_tasks(const Graph& graph, const Analysis& a, const LoweringOptions& o,
+                                       LoweredProgram& p) {
   const std::size_t n = graph.tasks().size();
   std::vector<std::uint32_t> device_of(n);
   std::uint64_t tiles_total = 0;
   for (std::uint32_t pos = 0; pos < n; ++pos) {
     const std::uint32_t gi = a.order[pos];
-    const Task& t = graph.tasks()[gi];
-    const ResolvedView& in = a.in[gi];
-    const ResolvedView& out = a.out[gi];
-    const OpKindTraits& kind = kind_traits(t.op);
-    TaskDesc d;
-    d.opcode = static_cast<std::uint32_t>(kind.lower(t, in));
-    d.dtype = static_cast<std::uint32_t>(graph.buffers()[in.buffer].dtype);
-    kind.encode({graph, t, in, out, a.aux[gi] ? &*a.aux[gi] : nullptr}, d);
-    d.in_buffer = in.buffer;
-    d.out_buffer = out.buffer;
-    d.in_offset = in.offset;
-    d.out_offset = out.offset;
-    d.out_size = static_cast<std::uint64_t>(out.elements());
-    if (a.aux[gi]) {
-      d.aux_buffer = a.aux[gi]->buffer;
-      d.aux_offset = static_cast<std::uint64_t>(a.aux[gi]->offset);
-    }
-    const bool row_op = program::is_row_op(d.opcode);
-    d.rows = row_op ? in.rows : 1;
-    d.cols = row_op ? in.cols : in.elements();
-    d.level = a.level[gi];
-    d.graph_task = gi;
-    d.tile_size = tile_size_for(d, o);
-    const std::int64_t items = program::task_items(d);
-    std::int64_t tiles = ceil_div(items, std::max<std::int64_t>(d.tile_size, 1));
+    TaskDesc d = describe_task(graph, a, gi, o);
+    std::int64_t tiles = ceil_div(program::task_items(d), std::max<std::int64_t>(d.tile_size, 1));
     // Ops that write something even for an empty input (a value, zero counts, a zero count) need a tile.
     if (program::op_has(program::kEmptyWriterOps, d.opcode))
       tiles = std::max<std::int64_t>(tiles, 1);
@@ -413,16 +416,13 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     tiles_total += static_cast<std::uint64_t>(tiles);
     if (tiles_total > kMaxTiles)
       throw_task_error(
-          t.name, "in", fmt::format("{} elements", in.elements()),
+          graph.tasks()[gi].name, "in", fmt::format("{} elements", a.in[gi].elements()),
           fmt::format("the program would hold {} tiles, more than the limit of {}", tiles_total, kMaxTiles));
     device_of[gi] = pos;
     p.tasks.push_back(d);
-    p.task_names.push_back(t.name);
+    p.task_names.push_back(graph.tasks()[gi].name);
   }
   p.tiles.reserve(tiles_total);
-  if (p.schedule == Schedule::automatic) // the rule Schedule::automatic states (runtime/config.hpp)
-    p.schedule = lean_program(p, o.threads_per_block) ? Schedule::static_list : Schedule::dynamic;
-
   // The graph's edges in device-task numbering (every mode), for analysis.
   p.pred_begin.push_back(0);
   for (std::uint32_t pos = 0; pos < n; ++pos) {
@@ -430,24 +430,36 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
       p.pred_tasks.push_back(device_of[dep.producer]);
     p.pred_begin.push_back(static_cast<std::uint32_t>(p.pred_tasks.size()));
   }
+  return device_of;
+}
 
-  // 2. Sentinel outputs (sentinel mode): f32, no init, a single writer that does not read its own buffer.
-  std::vector<bool> sentinel_task(n, false);
-  if (o.mode == SyncMode::sentinel) {
-    for (std::uint32_t gi = 0; gi < n; ++gi)
-      if (sentinel_eligible(graph, a, gi)) {
-        sentinel_task[gi] = true;
-        BufferInfo& b = p.buffers[a.out[gi].buffer];
-        b.sentinel = true;
-        b.sentinel_offset = a.out[gi].offset;    // only what the writer produces: elements nobody writes keep
-        b.sentinel_count = a.out[gi].elements(); // their contents
-        p.tasks[device_of[gi]].flags |= program::kSentinelOutput;
-      }
-  }
+// Step 2 (sentinel mode): sentinel outputs are f32, not initialised, of a single writer that does not read its own
+// buffer; returns which graph tasks write one.
+std::vector<bool> mark_sentinel_outputs(const Graph& graph, const Analysis& a,
+                                        const std::vector<std::uint32_t>& device_of, LoweredProgram& p) {
+  std::vector<bool> sentinel_task(graph.tasks().size(), false);
+  if (p.mode != SyncMode::sentinel)
+    return sentinel_task;
+  for (std::uint32_t gi = 0; gi < graph.tasks().size(); ++gi)
+    if (sentinel_eligible(graph, a, gi)) {
+      sentinel_task[gi] = true;
+      BufferInfo& b = p.buffers[a.out[gi].buffer];
+      b.sentinel = true;
+      b.sentinel_offset = a.out[gi].offset;    // only what the writer produces: elements nobody writes keep
+      b.sentinel_count = a.out[gi].elements(); // their contents
+      p.tasks[device_of[gi]].flags |= program::kSentinelOutput;
+    }
+  return sentinel_task;
+}
 
-  // 3. Tiles and their dependency lists. Level modes need none: the barrier between levels orders them.
+// Step 3: every tile and its dependency list (level modes need none: the barrier between levels orders them).
+// A dependency waits on the producer's task counter, or on the producer tiles under the tile's input where the
+// producer's outputs are tile-local; a sentinel consumer polls its inputs instead.
+void build_tiles_and_deps(const Graph& graph, const Analysis& a, const LoweringOptions& o,
+                          const std::vector<std::uint32_t>& device_of, const std::vector<bool>& sentinel_task,
+                          LoweredProgram& p) {
   const bool dataflow = !is_level_mode(o.mode);
-  for (std::uint32_t pos = 0; pos < n; ++pos) {
+  for (std::uint32_t pos = 0; pos < graph.tasks().size(); ++pos) {
     const std::uint32_t gi = a.order[pos];
     TaskDesc& c = p.tasks[pos];
     // Dependencies that need a counter or flags, and whether each can be per tile.
@@ -507,20 +519,38 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
                          fmt::format("the program would hold more than {} dependency entries", kMaxDeps));
     }
   }
+}
 
-  // 4. Levels: tiles are level-major because tasks are.
+// Step 4: where each level's tiles begin (tiles are level-major because tasks are).
+void assign_levels(const Analysis& a, LoweredProgram& p) {
   p.level_begin.assign(a.num_levels + 1, 0);
   for (const TaskDesc& d : p.tasks)
     p.level_begin[d.level + 1] += d.num_tiles;
   for (std::uint32_t l = 0; l < a.num_levels; ++l)
     p.level_begin[l + 1] += p.level_begin[l];
+}
 
-  // 5. State arena.
-  assign_state_layout(p);
+} // namespace
 
-  // 6. Level barriers one run passes (executors add their own prologue barrier where they use one).
+LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOptions& o) {
+  validate_options(o);
+  LoweredProgram p;
+  p.mode = o.mode;
+  p.schedule = o.schedule;
+  p.grid_blocks = o.grid_blocks;
+  p.threads_per_block = o.threads_per_block;
+  p.scan_chunk = o.threads_per_block * o.tiles.scan_items_per_thread;
+  for (const Buffer& b : graph.buffers())
+    p.buffers.push_back({b.name, b.dtype, b.elements(), false});
+  const std::vector<std::uint32_t> device_of = lower_tasks(graph, a, o, p);
+  if (p.schedule == Schedule::automatic) // the rule Schedule::automatic states (runtime/config.hpp)
+    p.schedule = lean_program(p, o.threads_per_block) ? Schedule::static_list : Schedule::dynamic;
+  const std::vector<bool> sentinel_task = mark_sentinel_outputs(graph, a, device_of, p);
+  build_tiles_and_deps(graph, a, o, device_of, sentinel_task, p);
+  assign_levels(a, p);
+  assign_state_layout(p); // step 5: the state arena
+  // Level barriers one run passes (executors add their own prologue barrier where they use one).
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
-
   if (p.schedule == Schedule::static_list) {
     schedule_static(p);
     elide_local_dependencies(p);

@@ -1,8 +1,8 @@
 // Lowering: an analyzed graph -> a LoweredProgram for one target shape (blocks, threads, sync mode, schedule).
 //
 // Tiling policy (TilePolicy): a task is cut into tiles sized to its op and its data so small tasks run on a few
-// blocks and large ones on all of them: reduce_all tiles hold at least `reduce_min_tile` elements and grow so the
-// task has about `waves` tiles per block; scan_all tiles are whole register tiles (chunks of threads x items):
+// blocks and large ones on all of them: reduce_all and map tiles hold at least `reduce_min_tile` elements and grow
+// so the task has about `waves` tiles per block; scan_all tiles are whole register tiles (chunks of threads x items):
 // one chunk for small scans, up to `scan_chunks_per_tile` when the task has that many chunks per wave of blocks;
 // row ops give each tile whole rows, about `row_tile_elements` elements (`short_softmax_tile_elements` for
 // softmax rows a warp holds), and at least `waves` tiles per block
@@ -45,7 +45,7 @@ struct TilePolicy {
   // Most chunks per scan_all tile. Every block's tile must stay in L2 between its two reads: at 8, 264 blocks x
   // 256 threads x 16 items x 8 chunks x 4 B = 34 MB of the H200's 50 MB (the best of 1, 2, 4 and 8 measured).
   std::uint32_t scan_chunks_per_tile = 8;
-  std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all tiles
+  std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all and map tiles
 
   // One target for every row-op tile, short softmax rows included (--row-tile-elements, tests, benchmarks).
   void set_row_tile_elements(std::int64_t elements) { row_tile_elements = short_softmax_tile_elements = elements; }

@@ -139,6 +139,38 @@ void validate_select(const OpCheck& c) {
   check_no_overlap(c, "a select cannot write over its input");
 }
 
+// ---- map (kernels/map.hpp) -----------------------------------------------------------------------------------
+
+// A map constant must be an f32: finite and within its range (its bits travel in the descriptor).
+void check_map_constant(const OpCheck& c, const char* field, double v) {
+  if (!std::isfinite(v) || !fits_dtype(DType::f32, v))
+    throw_task_error(c.task.name, field, fmt::format("{}", v), "must be a finite number within the f32 range");
+}
+
+void validate_map(const OpCheck& c) {
+  const Buffer& in = buffer_of(c, c.in);
+  if (in.dtype != DType::f32)
+    throw_task_error(c.task.name, "in.buffer", in_quotes(in.name), "map needs an f32 input");
+  check_output_dtype(c, "map");
+  check_same_size(c);
+  check_in_place(c);
+  check_map_constant(c, "scale", c.task.scale);
+  check_map_constant(c, "shift", c.task.shift);
+  const bool clamp = c.task.map_fn == MapFn::clamp;
+  for (const auto& [field, bound] : {std::pair{"lo", c.task.lo}, std::pair{"hi", c.task.hi}}) {
+    if (clamp && !bound)
+      throw_task_error(c.task.name, field, "missing", "clamp needs both lo and hi");
+    if (!clamp && bound)
+      throw_task_error(c.task.name, field, fmt::format("{}", *bound),
+                       fmt::format("only clamp takes bounds (fn is \"{}\")", to_string(c.task.map_fn)));
+    if (bound)
+      check_map_constant(c, field, *bound);
+  }
+  if (clamp && *c.task.lo > *c.task.hi)
+    throw_task_error(c.task.name, "lo", fmt::format("{}", *c.task.lo),
+                     fmt::format("must not exceed hi ({})", *c.task.hi));
+}
+
 DType same_dtype(const Task&, DType in) {
   return in;
 }
@@ -168,7 +200,13 @@ Opcode lower_scatter(const Task&, const ResolvedView&) {
 Opcode lower_select(const Task&, const ResolvedView&) {
   return Opcode::select;
 }
+Opcode lower_map(const Task&, const ResolvedView&) {
+  return Opcode::map;
+}
 
+std::uint32_t f32_bits(double v) {
+  return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+}
 void encode_reduce(const OpCheck& c, program::TaskDesc& d) {
   d.fn = static_cast<std::uint32_t>(c.task.reduce_fn);
 }
@@ -186,12 +224,21 @@ void encode_histogram(const OpCheck& c, program::TaskDesc& d) {
 }
 void encode_scatter(const OpCheck& c, program::TaskDesc& d) {
   d.param = static_cast<std::uint32_t>(c.aux->elements());
+  program::set_const_u64(d, 0, static_cast<std::uint64_t>(c.out.elements()));
 }
 void encode_select(const OpCheck& c, program::TaskDesc& d) {
   d.param = static_cast<std::uint32_t>(c.task.cmp);
-  d.param2 = buffer_of(c, c.in).dtype == DType::f32
-                 ? std::bit_cast<std::uint32_t>(static_cast<float>(c.task.threshold))
-                 : static_cast<std::uint32_t>(static_cast<std::int32_t>(c.task.threshold));
+  d.consts[0] = buffer_of(c, c.in).dtype == DType::f32
+                    ? f32_bits(c.task.threshold)
+                    : static_cast<std::uint32_t>(static_cast<std::int32_t>(c.task.threshold));
+}
+
+void encode_map(const OpCheck& c, program::TaskDesc& d) {
+  d.fn = static_cast<std::uint32_t>(c.task.map_fn);
+  d.consts[0] = f32_bits(c.task.scale);
+  d.consts[1] = f32_bits(c.task.shift);
+  d.consts[2] = f32_bits(c.task.lo.value_or(0.0));
+  d.consts[3] = f32_bits(c.task.hi.value_or(0.0));
 }
 
 bool set_reduce_fn(Task& t, std::string_view name) {
@@ -206,6 +253,15 @@ bool set_scan_fn(Task& t, std::string_view name) {
     t.scan_fn = *fn;
   return fn.has_value();
 }
+bool set_map_fn(Task& t, std::string_view name) {
+  const std::optional<MapFn> fn = parse_map_fn(name);
+  if (fn)
+    t.map_fn = *fn;
+  return fn.has_value();
+}
+std::string_view map_fn_name(const Task& t) {
+  return to_string(t.map_fn);
+}
 std::string_view reduce_fn_name(const Task& t) {
   return to_string(t.reduce_fn);
 }
@@ -218,6 +274,7 @@ constexpr OpKey kScanKeys[] = {{"fn", false}, {"axis", false}, {"exclusive", fal
 constexpr OpKey kSoftmaxKeys[] = {{"log", false}, {"axis", false}};
 constexpr OpKey kScatterKeys[] = {{"offsets", true}};
 constexpr OpKey kSelectKeys[] = {{"count", true}, {"cmp", true}, {"threshold", true}};
+constexpr OpKey kMapKeys[] = {{"fn", true}, {"scale", false}, {"shift", false}, {"lo", false}, {"hi", false}};
 
 const OpKindTraits kKinds[] = {
     // kind, keys, aux, aux key, rows only, counting, validate, output dtype, lower, encode, fn choices, set fn, fn name
@@ -244,6 +301,8 @@ const OpKindTraits kKinds[] = {
      encode_scatter, nullptr, nullptr, nullptr},
     {OpKind::select, kSelectKeys, AuxUse::write, "count", false, true, validate_select, same_dtype, lower_select,
      encode_select, nullptr, nullptr, nullptr},
+    {OpKind::map, kMapKeys, AuxUse::none, nullptr, false, false, validate_map, same_dtype, lower_map, encode_map,
+     "\"identity\", \"relu\", \"exp\", \"tanh\", \"clamp\"", set_map_fn, map_fn_name},
 };
 static_assert(std::size(kKinds) == kOpKindCount, "one row per graph op");
 

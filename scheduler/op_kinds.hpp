@@ -46,7 +46,7 @@ struct OpKindTraits {
   DType (*output_dtype)(const Task&, DType in);
   // The device opcode for the task, given its resolved input view.
   program::Opcode (*lower)(const Task&, const ResolvedView& in);
-  // The op's own descriptor fields (fn, flags, param, param2) from the task and its views.
+  // The op's own descriptor fields (fn, flags, param, consts) from the task and its views.
   void (*encode)(const OpCheck&, program::TaskDesc&);
   // The "fn" key, for ops that have one: the names it takes, setting one (false: not a name of this op's fns), and
   // the task's fn's name.

@@ -179,6 +179,19 @@ void apply_softmax(const Task& t, const ResolvedView& iv, const ResolvedView& ov
   }
 }
 
+// map: element by element, the input's error carried through the function's slope.
+void apply_map(const Task& t, const ResolvedView& ov, Inputs<float>& in, RefBuffer& out) {
+  const auto f = [](std::optional<double> v) { return static_cast<float>(v.value_or(0.0)); };
+  for (std::size_t i = 0; i < in.x.size(); ++i) {
+    const ref::MapExpected m =
+        ref::map(t.map_fn, in.x[i], static_cast<float>(t.scale), static_cast<float>(t.shift), f(t.lo), f(t.hi));
+    const std::int64_t o = ov.offset + static_cast<std::int64_t>(i);
+    out.set(o, m.e.value, m.e.scale + m.slope * in.s[i]);
+    if (!in.undecidable.empty() && in.undecidable[i])
+      out.mark_undecidable(o);
+  }
+}
+
 // The counting ops (exact). An undecidable input element, or (select) a computed input within its error of the
 // threshold, leaves the task's whole output view (and select's count) undecidable: which elements land where, and
 // how many, could go either way, so even slots the reference leaves untouched may be written by an executor (GPU
@@ -242,7 +255,7 @@ void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, c
     }
     return;
   }
-  // The reference's dispatch (softmax is f32 only: validation refuses it on i32).
+  // The reference's dispatch (softmax and map are f32 only: validation refuses them on i32).
   auto run = [&](auto& in) {
     switch (t.op) {
     case OpKind::reduce:
@@ -254,6 +267,10 @@ void apply_task(const Task& t, const ResolvedView& iv, const ResolvedView& ov, c
     case OpKind::softmax:
       if constexpr (std::is_same_v<std::decay_t<decltype(in)>, Inputs<float>>)
         apply_softmax(t, iv, ov, in, dst);
+      break;
+    case OpKind::map:
+      if constexpr (std::is_same_v<std::decay_t<decltype(in)>, Inputs<float>>)
+        apply_map(t, ov, in, dst);
       break;
     default:
       break; // the counting ops: above

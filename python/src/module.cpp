@@ -397,6 +397,19 @@ NB_MODULE(_gridflow, m) {
           },
           "name"_a, "input"_a, "output"_a, "count"_a, "cmp"_a = "gt", "threshold"_a = 0.0,
           "after"_a = std::vector<std::string>{})
+      .def(
+          "map",
+          [](Graph& g, const std::string& name, nb::handle in, nb::handle out, const std::string& fn, double scale,
+             double shift, std::optional<double> lo, std::optional<double> hi, const std::vector<std::string>& after) {
+            Task& t = g.map(name, view_of(in), view_of(out), parsed<MapFn>("fn", fn, parse_map_fn), scale, shift);
+            t.lo = lo;
+            t.hi = hi;
+            with_after(t, after);
+          },
+          "name"_a, "input"_a, "output"_a, "fn"_a = "identity", "scale"_a = 1.0, "shift"_a = 0.0, "lo"_a = nb::none(),
+          "hi"_a = nb::none(), "after"_a = std::vector<std::string>{},
+          "y = fn(scale * x + shift) elementwise over f32; fn 'identity', 'relu', 'exp', 'tanh' or 'clamp' (with lo "
+          "and hi).")
       .def_prop_ro("buffer_names",
                    [](const Graph& g) {
                      std::vector<std::string> names;

@@ -82,6 +82,30 @@ def test_every_op_and_option_is_reachable():
     assert sorted(g.task_names) == sorted(["r", "sc", "h", "o", "p", "se", "ls", "m"])
 
 
+def test_map_matches_numpy_and_refuses_bad_constants():
+    x = fresh(11, (4096,))
+    g = gf.Graph("maps")
+    g.add_buffer("x", "f32", [4096], x)
+    for name in ("relu", "tanh", "clamp"):
+        g.add_buffer(name, "f32", [4096])
+    g.map("relu", "x", "relu", fn="relu", scale=2.0, shift=-0.5)
+    g.map("tanh", "x", "tanh", fn="tanh")
+    g.map("clamp", "x", "clamp", fn="clamp", lo=-1.0, hi=0.5)
+    s = gf.Session(g, backend="cpu", workers=2, mode="flags")
+    s.run()
+    assert s.check().passed, s.check().details
+    out = s.results()
+    np.testing.assert_allclose(out["relu"], np.maximum(2.0 * x.astype(np.float64) - 0.5, 0), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out["tanh"], np.tanh(x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(out["clamp"], np.clip(x, -1.0, 0.5))
+    bad = gf.Graph("bad")
+    bad.add_buffer("x", "f32", [8], gf.Uniform(-1, 1, 1))
+    bad.add_buffer("y", "f32", [8])
+    bad.map("m", "x", "y", fn="clamp", lo=1.0, hi=0.0)
+    with pytest.raises(gf.GraphError, match="task 'm'.*lo.*must not exceed hi"):
+        bad.validate()
+
+
 def test_json_round_trip_and_example_graphs(tmp_path):
     g = softmax_sums()
     g.save(str(tmp_path / "g.json"))

@@ -101,7 +101,7 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
   __syncthreads();
   if (warp < kSegments) {
     std::int32_t* out = c.template out<std::int32_t>();
-    const auto out_size = static_cast<long long>(c.task().out_size);
+    const auto out_size = static_cast<long long>(program::const_u64(c.task(), 0));
     const long long first = items.begin;
     kernels::warp_place_segment(keys, seg_begin, seg_end, bins, counts + warp * bins, [&](long long pos, long long i) {
       if (pos >= 0 && pos < out_size)
@@ -117,7 +117,7 @@ template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS>
   const program::ItemRange items = program::tile_items(c.task(), c.index);
   const int valid = static_cast<int>(items.size());
   const auto cmp = static_cast<CmpFn>(c.task().param);
-  const T threshold = from_bits<T>(c.task().param2);
+  const T threshold = from_bits<T>(c.task().consts[0]);
   T x[ITEMS];
   int keep[ITEMS];
   typename Types::Load(Types::load(c.s().scan)).Load(c.template in<T>() + items.begin, x, valid, T(0));

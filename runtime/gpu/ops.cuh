@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/device/counting.cuh"
+#include "kernels/device/map.cuh"
 #include "kernels/device/reduce.cuh"
 #include "kernels/device/scan.cuh"
 #include "kernels/device/softmax.cuh"
@@ -332,6 +333,20 @@ __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
   }
 }
 
+// A map tile: its element chunk through the task's function. A call of its own (five functions times the policy
+// pairs would otherwise all be inlined into the op table).
+template <int THREADS, class Load, class Store>
+__device__ __noinline__ void map_tile(TileContext<THREADS> c, Load load, Store store) {
+  const program::TaskDesc& t = c.task();
+  const program::ItemRange items = program::tile_items(t, c.index);
+  const kernels::MapParams p{from_bits<float>(t.consts[0]), from_bits<float>(t.consts[1]),
+                             from_bits<float>(t.consts[2]), from_bits<float>(t.consts[3])};
+  const float* in = c.template in<float>() + items.begin;
+  float* out = c.template out<float>() + items.begin;
+  kernels::with_map_fn(static_cast<MapFn>(t.fn),
+                       [&]<MapFn F>() { kernels::block_map<THREADS, F>(in, out, items.size(), p, load, store); });
+}
+
 // Dispatch on opcode and element type for one pair of access policies.
 template <int THREADS, class Load, class Store>
 __device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
@@ -362,6 +377,9 @@ __device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
     return true;
   case program::Opcode::softmax_rows:
     softmax_rows<THREADS>(c, load, store);
+    return true;
+  case program::Opcode::map:
+    map_tile<THREADS>(c, load, store);
     return true;
   case program::Opcode::noop:
     return true;

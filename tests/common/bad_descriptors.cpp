@@ -8,7 +8,7 @@ namespace {
 
 using program::DescriptorField;
 
-// Every op the checks cover, small: a reduce, a multi-chunk scan, a histogram, a scatter and a select.
+// Every op the checks cover, small: a reduce, a multi-chunk scan, a histogram, a scatter, a select and a map.
 Graph checked_graph() {
   Graph g("bad-descriptors");
   g.add_buffer("x", DType::f32, {40000}, InitUniform{-1, 1, 3});
@@ -26,6 +26,8 @@ Graph checked_graph() {
   g.scan("offsets", "h", "off", ScanFn::sum, true);
   g.scatter("place", "k", "off", "p");
   g.select("keep", "x", "z", "n", CmpFn::gt, 0.0);
+  g.add_buffer("m", DType::f32, {40000});
+  g.map("act", "x", "m", MapFn::tanh);
   return g;
 }
 
@@ -69,6 +71,8 @@ std::vector<BadDescriptor> bad_descriptors() {
   v.push_back(corrupt("histogram of no bins", DescriptorField::bins, "hist", [](auto& t) { t.param = 0; }));
   v.push_back(corrupt("histogram of 5000 bins", DescriptorField::bins, "hist", [](auto& t) { t.param = 5000; }));
   v.push_back(corrupt("scatter of 2000 bins", DescriptorField::bins, "place", [](auto& t) { t.param = 2000; }));
+  v.push_back(corrupt("reduce of fn 7", DescriptorField::fn, "sum", [](auto& t) { t.fn = 7; }));
+  v.push_back(corrupt("map of fn 9", DescriptorField::fn, "act", [](auto& t) { t.fn = 9; }));
   v.push_back({"dependency on no task", DescriptorField::dep_task, [](std::uint32_t blocks, std::uint32_t threads) {
                  LoweredProgram p = lowered(blocks, threads);
                  for (program::DepDesc& d : p.deps)

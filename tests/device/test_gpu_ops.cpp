@@ -1,7 +1,11 @@
 // Every op on the GPU against the float64 references, at the edge sizes, in every sync mode; outputs poisoned
 // before each run; results bit-identical across modes and across repeated runs.
 #include "tests/common/counting_graphs.hpp"
+#include "tests/common/map_graphs.hpp"
 #include "tests/device/gpu_fixture.hpp"
+
+#include <bit>
+#include <cmath>
 
 namespace gridflow {
 namespace {
@@ -450,6 +454,51 @@ TEST_F(GpuOps, HistogramOfSkewedKeysAndMaxBins) {
   g.add_buffer("c4096", DType::i32, {4096});
   g.histogram("wide_keys", "wide", "c4096");
   every_mode(g);
+}
+
+// The map: every function at the edge sizes in every mode (the float64 reference within its tolerance, modes bit
+// for bit); the exactly rounded functions (identity, affine, relu, clamp) bit for bit as on the CPU backend, both
+// through 16-byte groups and element by element (the unaligned view).
+TEST_F(GpuOps, MapEveryFunctionEdgeSizesEveryModeAndAsOnTheCpu) {
+  for (std::int64_t n : {0LL, 1LL, 3LL, 4LL, 5LL, 1023LL, 4097LL, 1000003LL}) {
+    SCOPED_TRACE(::testing::Message() << "n " << n);
+    const Graph g = testing::map_graph(n, 70 + static_cast<std::uint64_t>(n));
+    every_mode(g);
+    SessionOptions cpu;
+    cpu.backend = Backend::cpu;
+    Session ref(g, cpu), gpu(g, gpu_options(SyncMode::sentinel));
+    ref.run();
+    gpu.run();
+    for (std::size_t b = 0; b < g.buffers().size(); ++b) {
+      const std::string& name = g.buffers()[b].name;
+      if (name == "y_identity" || name == "y_affine" || name == "y_relu" || name == "y_clamp" ||
+          name == "y_unaligned") {
+        EXPECT_TRUE(bit_identical(ref.results()[b], gpu.results()[b])) << name;
+      }
+    }
+  }
+}
+
+// The IEEE cases: NaN stays NaN (the GPU's is the canonical one, the CPU's the input's payload), the rest bit for bit
+// as on the CPU for the exactly rounded functions; exp and tanh within the reference's tolerance (check()).
+TEST_F(GpuOps, MapSpecialValuesAsOnTheCpu) {
+  const Graph g = testing::map_special_values_graph();
+  SessionOptions cpu;
+  cpu.backend = Backend::cpu;
+  Session ref(g, cpu), gpu(g, gpu_options(SyncMode::flags));
+  ref.run();
+  gpu.run();
+  EXPECT_TRUE(gpu.check().passed) << gpu.check().details();
+  for (std::size_t b = 0; b < g.buffers().size(); ++b) {
+    const std::string& name = g.buffers()[b].name;
+    if (name == "y_exp" || name == "y_tanh")
+      continue;
+    const auto want = ref.results()[b].f32(), got = gpu.results()[b].f32();
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE((std::isnan(want[i]) && std::isnan(got[i])) ||
+                  std::bit_cast<std::uint32_t>(want[i]) == std::bit_cast<std::uint32_t>(got[i]))
+          << name << "[" << i << "]: " << got[i] << ", CPU " << want[i];
+  }
 }
 
 } // namespace

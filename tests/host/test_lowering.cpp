@@ -272,9 +272,9 @@ TEST(Lowering, CountingOpsDescriptorsScratchAndDependencies) {
     EXPECT_GT(h.num_tiles, 1u);
     EXPECT_EQ(sp.param, 10u);
     EXPECT_EQ(sp.aux_buffer, 4u); // "o"
-    EXPECT_EQ(sp.out_size, static_cast<std::uint64_t>(n));
+    EXPECT_EQ(program::const_u64(sp, 0), static_cast<std::uint64_t>(n));
     EXPECT_EQ(sel.param, static_cast<std::uint32_t>(CmpFn::ge));
-    EXPECT_EQ(sel.param2, std::bit_cast<std::uint32_t>(0.001f));
+    EXPECT_EQ(sel.consts[0], std::bit_cast<std::uint32_t>(0.001f));
     EXPECT_EQ(sel.aux_buffer, 7u); // "cnt"
     EXPECT_EQ(sel.tile_size, 256 * 16);
     for (const auto* t : {&h, &sp, &sel}) {
