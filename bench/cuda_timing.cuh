@@ -1,4 +1,4 @@
-// Timing and scratch helpers shared by the CUB baselines (bench/cub_baselines.cu, bench/cub_pipeline.cu).
+// Timing and scratch helpers shared by the CUDA sources of bench/ (CUB baselines, synchronization kernels).
 #pragma once
 
 #include "runtime/gpu/cuda_check.hpp"
@@ -29,6 +29,23 @@ template <class Call> std::vector<double> time_calls(int warmup, int reps, Call 
   GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
   GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));
   return ms;
+}
+
+// Milliseconds of `enqueue()` on `stream`: CUDA events around it, the launch checked.
+template <class Enqueue> double time_ms(cudaStream_t stream, Enqueue enqueue) {
+  cudaEvent_t a, b;
+  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&a));
+  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&b));
+  GRIDFLOW_CUDA_CHECK(cudaEventRecord(a, stream));
+  enqueue();
+  GRIDFLOW_CUDA_CHECK(cudaEventRecord(b, stream));
+  GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
+  GRIDFLOW_CUDA_CHECK_LAUNCH();
+  float t = 0;
+  GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
+  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));
+  return t;
 }
 
 // Temporary storage sized by a first call, as CUB's two-phase API wants.

@@ -3,10 +3,14 @@
 //     across blocks per SM and threads per block, by the difference method;
 //   - one-way hand-off latency between two SMs: release/acquire flag, and data-as-flag (sentinel);
 //   - empty-task dispatch through the megakernel: independent tasks (claim throughput) and a dependent chain;
-//   - launch cost: cooperative and ordinary launch of an empty kernel.
+//   - launch cost: cooperative and ordinary launch of an empty kernel;
+//   - Hopper's primitives (hopper_sync_kernels.hpp): cluster barriers, a grid barrier on clusters against grid.sync
+//     at the same grid, mbarrier against __syncthreads, a hand-off through distributed shared memory, and dependent
+//     kernels on a stream, with PDL, as CUDA Graph nodes and both.
 #include "bench/sync_bench.hpp"
 
 #include "bench/bench_common.hpp"
+#include "bench/hopper_sync_kernels.hpp"
 #include "bench/noop_program.hpp"
 #include "bench/sync_kernels.hpp"
 #include "runtime/device.hpp"
@@ -14,9 +18,103 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+
 using namespace gridflow;
 
 namespace gridflow::bench {
+
+namespace {
+
+nlohmann::json figure_or_null(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+std::string shown(const std::optional<double>& v, int precision = 3) {
+  return v ? fmt::format("{:.{}f}", *v, precision) : std::string("-");
+}
+
+void hopper_primitives(Report& report, int sms, int reps) {
+  fmt::print(
+      "\n== thread-block cluster barrier cluster.sync(), us (difference method: 1100 vs 100; - : not resident)\n");
+  fmt::print("{:>8} {:>8} {:>10} {:>10} {:>10}\n", "threads", "blk/SM", "cluster 2", "cluster 4", "cluster 8");
+  for (int threads : {128, 256, 1024})
+    for (int bps : {1, 2, 4, 8}) {
+      std::optional<double> us[3];
+      for (int i = 0; i < 3; ++i) {
+        const int cluster = 2 << i;
+        us[i] = cluster_sync_us(cluster, bps, threads, reps);
+        report.add({{"what", "cluster_sync"},
+                    {"cluster", cluster},
+                    {"threads", threads},
+                    {"blocks_per_sm", bps},
+                    {"us", figure_or_null(us[i])}});
+      }
+      if (us[0] || us[1] || us[2])
+        fmt::print("{:>8} {:>8} {:>10} {:>10} {:>10}\n", threads, bps, shown(us[0]), shown(us[1]), shown(us[2]));
+    }
+
+  fmt::print("\n== grid barrier on clusters (one arrival per cluster), us, against grid.sync() and gridflow's flat "
+             "barrier at the same grid\n");
+  fmt::print("{:>8} {:>8} {:>7} {:>7} {:>10} {:>10} {:>12} {:>13} {:>10}\n", "threads", "cluster", "blk/SM", "blocks",
+             "cg.sync", "flat", "cl: 1st polls", "cl: all poll", "best/cg");
+  for (int threads : {128, 256, 1024})
+    for (int cluster : {2, 4, 8})
+      for (int bps : {1, 2, 4, 8}) {
+        if (bps > barrier_max_blocks_per_sm(threads))
+          continue; // grid.sync() and the flat barrier cannot run this grid
+        const int most = cluster_grid_barrier_max_blocks(cluster, threads);
+        const int blocks = std::min(bps * sms, most) / cluster * cluster;
+        if (blocks < bps * sms / 2 || blocks == 0 || (bps > 1 && blocks <= (bps - 1) * sms))
+          continue; // the shape is not resident (or only its previous one is)
+        const double cg_us = (time_barrier_loop(BarrierKind::cg, blocks, threads, 1100, reps) -
+                              time_barrier_loop(BarrierKind::cg, blocks, threads, 100, reps)) *
+                             1e3 / 1000.0;
+        const double flat_us = (time_barrier_loop(BarrierKind::flat, blocks, threads, 1100, reps) -
+                                time_barrier_loop(BarrierKind::flat, blocks, threads, 100, reps)) *
+                               1e3 / 1000.0;
+        const std::optional<double> first = cluster_grid_barrier_us(cluster, blocks, threads, false, reps);
+        const std::optional<double> all = cluster_grid_barrier_us(cluster, blocks, threads, true, reps);
+        double best = flat_us;
+        for (const auto& v : {first, all})
+          if (v)
+            best = std::min(best, *v);
+        fmt::print("{:>8} {:>8} {:>7} {:>7} {:>10.3f} {:>10.3f} {:>12} {:>13} {:>10.2f}\n", threads, cluster, bps,
+                   blocks, cg_us, flat_us, shown(first), shown(all), best / cg_us);
+        report.add({{"what", "cluster_grid_barrier"},
+                    {"threads", threads},
+                    {"cluster", cluster},
+                    {"blocks_per_sm", bps},
+                    {"blocks", blocks},
+                    {"cg_us", cg_us},
+                    {"flat_us", flat_us},
+                    {"cluster_first_polls_us", figure_or_null(first)},
+                    {"cluster_all_poll_us", figure_or_null(all)}});
+      }
+
+  fmt::print("\n== block barrier, one block per SM, us (difference method: 11000 vs 1000)\n");
+  fmt::print("{:>8} {:>14} {:>10}\n", "threads", "__syncthreads", "mbarrier");
+  for (int threads : {128, 256, 512, 1024}) {
+    const double sync = block_barrier_us(false, threads, reps), mbar = block_barrier_us(true, threads, reps);
+    fmt::print("{:>8} {:>14.4f} {:>10.4f}\n", threads, sync, mbar);
+    report.add({{"what", "block_barrier"}, {"threads", threads}, {"syncthreads_us", sync}, {"mbarrier_us", mbar}});
+  }
+
+  const std::optional<double> dsmem = dsmem_handoff_us(reps);
+  fmt::print("\n== one-way hand-off through distributed shared memory (cluster of 2), us: {}\n", shown(dsmem));
+  report.add({{"what", "handoff"}, {"kind", "dsmem"}, {"us_per_hop", figure_or_null(dsmem)}});
+
+  fmt::print("\n== dependent empty kernels ({} blocks x 128), us per kernel (difference method: 1100 vs 100)\n", sms);
+  for (bool graph : {false, true})
+    for (bool pdl : {false, true}) {
+      const double us = kernel_chain_us(graph, pdl, sms, reps);
+      const std::string kind = fmt::format("{}{}", graph ? "graph" : "stream", pdl ? "+pdl" : "");
+      fmt::print("{:<28} {:8.3f} us\n", kind, us);
+      report.add({{"what", "kernel_chain"}, {"kind", kind}, {"blocks", sms}, {"us_per_kernel", us}});
+    }
+}
+
+} // namespace
 
 nlohmann::json run_sync_bench(bool quick) {
   Args args;
@@ -29,29 +127,41 @@ nlohmann::json run_sync_bench(bool quick) {
   const int reps = args.quick ? 3 : 7;
 
   fmt::print("== grid barrier, us per barrier (difference method: 1100 vs 100 barriers, median of {})\n", reps);
-  fmt::print("{:>8} {:>8} {:>7} {:>10} {:>10} {:>14} {:>10}\n", "threads", "blk/SM", "blocks", "cg.sync", "flat",
-             "sm-aggregated", "best/cg");
-  const char* names[] = {"cg", "flat", "sm_aggregated"};
+  fmt::print("{:>8} {:>8} {:>7} {:>10} {:>10} {:>14} {:>9} {:>9} {:>9} {:>10}\n", "threads", "blk/SM", "blocks",
+             "cg.sync", "flat", "sm-aggregated", "split 2", "split 4", "split 8", "best/cg");
+  struct Kind {
+    BarrierKind kind;
+    int ways;
+    const char* name;
+  };
+  const Kind kinds[] = {{BarrierKind::cg, 1, "cg"},
+                        {BarrierKind::flat, 1, "flat"},
+                        {BarrierKind::sm_aggregated, 1, "sm_aggregated"},
+                        {BarrierKind::split, 2, "split2"},
+                        {BarrierKind::split, 4, "split4"},
+                        {BarrierKind::split, 8, "split8"}};
+  constexpr std::size_t kKinds = std::size(kinds);
   for (int threads : {128, 256, 1024}) {
     const int max_bps = barrier_max_blocks_per_sm(threads);
     for (int bps : {1, 2, 4, 8}) {
       if (bps > max_bps)
         continue;
       const int blocks = bps * sms;
-      double us[3];
-      for (int k = 0; k < 3; ++k) {
-        const double t1 = time_barrier_loop(static_cast<BarrierKind>(k), blocks, threads, 100, reps);
-        const double t2 = time_barrier_loop(static_cast<BarrierKind>(k), blocks, threads, 1100, reps);
+      double us[kKinds];
+      for (std::size_t k = 0; k < kKinds; ++k) {
+        const double t1 = time_barrier_loop(kinds[k].kind, blocks, threads, 100, reps, kinds[k].ways);
+        const double t2 = time_barrier_loop(kinds[k].kind, blocks, threads, 1100, reps, kinds[k].ways);
         us[k] = (t2 - t1) * 1e3 / 1000.0;
         report.add({{"what", "grid_barrier"},
-                    {"kind", names[k]},
+                    {"kind", kinds[k].name},
                     {"threads", threads},
                     {"blocks_per_sm", bps},
                     {"blocks", blocks},
                     {"us_per_barrier", us[k]}});
       }
-      fmt::print("{:>8} {:>8} {:>7} {:>10.3f} {:>10.3f} {:>14.3f} {:>10.2f}\n", threads, bps, blocks, us[0], us[1],
-                 us[2], std::min(us[1], us[2]) / us[0]);
+      const double best = *std::min_element(us + 1, us + kKinds);
+      fmt::print("{:>8} {:>8} {:>7} {:>10.3f} {:>10.3f} {:>14.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.2f}\n", threads, bps,
+                 blocks, us[0], us[1], us[2], us[3], us[4], us[5], best / us[0]);
     }
   }
 
@@ -75,6 +185,8 @@ nlohmann::json run_sync_bench(bool quick) {
     fmt::print("{:<28} {:8.2f} us\n", coop ? "cooperative launch" : "ordinary launch", us);
     report.add({{"what", "empty_launch"}, {"kind", coop ? "cooperative" : "ordinary"}, {"us", us}});
   }
+
+  hopper_primitives(report, sms, reps);
 
   fmt::print("\n== empty tasks through the megakernel (256 threads)\n");
   fmt::print("{:<34} {:>6} {:>10} {:>12} {:>14}\n", "workload", "blk/SM", "tasks", "ms", "result");

@@ -1,5 +1,6 @@
 // Kernels of the synchronization microbenchmarks. They use the same protocol code (runtime/protocol.hpp) as the
 // megakernel, so the figures are those of what gridflow ships.
+#include "bench/cuda_timing.cuh"
 #include "bench/sync_kernels.hpp"
 #include "runtime/gpu/cuda_check.hpp"
 #include "runtime/protocol.hpp"
@@ -13,8 +14,11 @@ namespace {
 
 constexpr int kLineWords = 16; // uint64 words per 128-byte line
 constexpr std::uint64_t kTimeoutNs = 2'000'000'000ull;
+constexpr int kSplitLine = 1024;
+constexpr std::size_t kScratchBytes = (kSplitLine + 32) * 128;
 
-// Layout of `words`: [0] control block (2 lines), line 2: global counter, line 3: SMs used, line 4 + s: SM s.
+// Layout of `words`: [0] control block (2 lines), line 2: global counter, line 3: SMs used, line 4 + s: SM s,
+// line kSplitLine + k: the split barrier's counter k.
 __device__ std::uint64_t* line(std::uint64_t* words, int i) {
   return words + kLineWords * i;
 }
@@ -25,7 +29,7 @@ __device__ std::uint32_t smid() {
   return id;
 }
 
-__global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters) {
+__global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters, int ways) {
   namespace cg = cooperative_groups;
   auto* control = reinterpret_cast<program::ControlBlock*>(words);
   const protocol::WaitSite site{control, kTimeoutNs, blockIdx.x, 0, 0};
@@ -47,6 +51,19 @@ __global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters) {
       continue;
     }
     __syncthreads();
+    if (kind == static_cast<int>(BarrierKind::split)) {
+      // Counter k gets the blocks b with b % ways == k: ceil((blocks - k) / ways) of them.
+      if (threadIdx.x == 0)
+        protocol::barrier_arrive(line(words, kSplitLine + static_cast<int>(blockIdx.x) % ways));
+      if (static_cast<int>(threadIdx.x) < ways) {
+        const auto k = static_cast<std::uint32_t>(threadIdx.x);
+        const std::uint32_t members = (gridDim.x - k + ways - 1) / ways;
+        protocol::barrier_wait(site, line(words, kSplitLine + static_cast<int>(k)), static_cast<std::uint64_t>(i),
+                               members);
+      }
+      __syncthreads();
+      continue;
+    }
     if (threadIdx.x == 0) {
       if (kind == static_cast<int>(BarrierKind::flat)) {
         protocol::barrier_arrive(global);
@@ -100,7 +117,7 @@ __global__ void empty_kernel() {}
 std::uint64_t* scratch_words() {
   static std::uint64_t* words = nullptr;
   if (!words)
-    GRIDFLOW_CUDA_CHECK(cudaMalloc(&words, 4096 * 128));
+    GRIDFLOW_CUDA_CHECK(cudaMalloc(&words, kScratchBytes));
   return words;
 }
 
@@ -109,25 +126,15 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Median milliseconds of `reps` launches after one warm-up, the scratch words zeroed before each.
 template <class Launch> double time_median(int reps, Launch launch) {
-  cudaEvent_t a, b;
-  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&a));
-  GRIDFLOW_CUDA_CHECK(cudaEventCreate(&b));
   std::vector<double> ms;
-  for (int r = 0; r < reps + 1; ++r) { // first repetition is the warm-up
-    GRIDFLOW_CUDA_CHECK(cudaMemset(scratch_words(), 0, 4096 * 128));
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(a));
-    launch();
-    GRIDFLOW_CUDA_CHECK_LAUNCH();
-    GRIDFLOW_CUDA_CHECK(cudaEventRecord(b));
-    GRIDFLOW_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    GRIDFLOW_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+  for (int r = 0; r < reps + 1; ++r) {
+    GRIDFLOW_CUDA_CHECK(cudaMemset(scratch_words(), 0, kScratchBytes));
+    const double t = time_ms(nullptr, launch);
     if (r > 0)
       ms.push_back(t);
   }
-  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(a));
-  GRIDFLOW_CUDA_CHECK(cudaEventDestroy(b));
   return median_of(ms);
 }
 
@@ -139,11 +146,11 @@ int barrier_max_blocks_per_sm(int threads) {
   return n;
 }
 
-double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps) {
+double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps, int ways) {
   return time_median(reps, [&] {
     int k = static_cast<int>(kind);
     std::uint64_t* w = scratch_words();
-    void* args[] = {&k, &w, &iters};
+    void* args[] = {&k, &w, &iters, &ways};
     GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&barrier_loop_kernel), dim3(blocks),
                                                     dim3(threads), args, 0, nullptr));
   });

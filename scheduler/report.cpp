@@ -215,13 +215,18 @@ std::string breakdown_svg(const std::vector<ProfileEntry>& entries, const std::s
 }
 
 std::string barrier_svg(const nlohmann::json& rows, const std::string& title) {
-  // Series per (kind, threads): us per barrier against blocks per SM.
+  // One series per barrier kind at one block size (256 threads when measured, else the first one found): us per
+  // barrier against blocks per SM on a log2 axis, each point marked.
+  int threads = -1;
+  for (const auto& r : rows)
+    if (r.contains("us_per_barrier") && (threads < 0 || r["threads"].get<int>() == 256))
+      threads = r["threads"].get<int>();
   std::map<std::string, std::vector<std::pair<double, double>>> series;
   double ymax = 0;
   for (const auto& r : rows) {
-    if (!r.contains("us_per_barrier"))
+    if (!r.contains("us_per_barrier") || r["threads"].get<int>() != threads)
       continue;
-    const std::string key = fmt::format("{} ({} thr)", r["kind"].get<std::string>(), r["threads"].get<int>());
+    const std::string key = fmt::format("{} ({} thr)", r["kind"].get<std::string>(), threads);
     series[key].emplace_back(r["blocks_per_sm"].get<double>(), r["us_per_barrier"].get<double>());
     ymax = std::max(ymax, r["us_per_barrier"].get<double>());
   }
@@ -249,6 +254,8 @@ std::string barrier_svg(const nlohmann::json& rows, const std::string& title) {
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", px(bps), py(us));
     const char* col = colours[c % 9];
     s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, col);
+    for (const auto& [bps, us] : pts)
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"/>\n", px(bps), py(us), col);
     s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text>\n", left + width + 10, top + 14 * c + 10, col,
                      escape(key));
     ++c;

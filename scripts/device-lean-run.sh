@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call over a carried tree (scripts/build-for-device.sh, packed as devtree.tar.xz): the chain and pattern
-# benchmarks against the lean baselines, the bound-memory benchmark, the resident runtime's serve-bench, the GPU tests, the sanitizers and the set-up
-# probe, into OUTDIR.
-#   scripts/device-lean-run.sh OUTDIR [chain,patterns,bound,serve,tests,deps,sanitize]
+# benchmarks against the lean baselines, the bound-memory benchmark, the resident runtime's serve-bench, the ops
+# benchmark's sections named by OPS (default histogram,select,map) against CUB, the synchronization microbenchmarks, the GPU
+# tests, the sanitizers and the set-up probe, into OUTDIR.
+#   scripts/device-lean-run.sh OUTDIR [chain,patterns,bound,serve,ops,sync,tests,deps,sanitize]
 set -uo pipefail
 out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
 stages=${2:-deps,chain,patterns,tests}
@@ -49,6 +50,14 @@ if has serve; then
       note "serve $name $tag" "rc=$?"
     done
   done
+fi
+if has ops; then
+  timeout 300 devtree/bench/gridflow_bench_ops --only "${OPS:-histogram,select,map}" --json "$out/ops.json" >"$out/ops.log" 2>&1
+  note ops "rc=$?"
+fi
+if has sync; then
+  timeout 300 devtree/gridflow bench sync --quick --json "$out/sync.json" --svg "$out/barriers.svg" >"$out/sync.log" 2>&1
+  note sync "rc=$?"
 fi
 if has tests; then
   GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-20} timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-300}" \

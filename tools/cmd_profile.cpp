@@ -13,10 +13,12 @@
 
 #include <fmt/format.h>
 
+#include "runtime/device.hpp"
 #include "runtime/errors.hpp"
 #include "scheduler/errors.hpp"
 
 #include <cctype>
+#include <ctime>
 #include <fstream>
 
 namespace gridflow::cli {
@@ -90,6 +92,26 @@ void add_profile(CLI::App& app, Commands& commands) {
   });
 }
 
+namespace {
+
+// What the barrier plot shows and where it was measured (never a local path).
+std::string barrier_title(const std::string& gpu, const std::string& date) {
+  std::string where = gpu.empty() ? std::string() : gpu;
+  if (!date.empty())
+    where += (where.empty() ? "" : ", ") + date;
+  return "grid barrier: us per barrier vs blocks per SM" + (where.empty() ? std::string() : " (" + where + ")") +
+         ", gridflow bench sync";
+}
+
+[[maybe_unused]] std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  return date;
+}
+
+} // namespace
+
 void add_bench(CLI::App& app, Commands& commands) {
   struct Args {
     std::string json;
@@ -122,15 +144,22 @@ void add_bench(CLI::App& app, Commands& commands) {
         const nlohmann::json rows = doc.is_object() && doc.contains("rows") ? doc["rows"] : doc;
         if (args->svg.empty())
           throw GraphError("--from needs --svg (where to draw the plot)");
-        write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape (" + args->from + ")"));
+        write_text(args->svg, barrier_svg(rows, barrier_title(doc.value("gpu", std::string()),
+                                                              doc.value("date", std::string()).substr(0, 10))));
         return kExitOk;
       }
 #if defined(GRIDFLOW_HAS_CUDA)
       const nlohmann::json rows = bench::run_sync_bench(args->quick);
+      const std::string gpu = probe_gpu().describe(), date = today();
       if (!args->json.empty())
-        write_text(args->json, nlohmann::json{{"gridflow", build_info_json()}, {"rows", rows}}.dump(1) + "\n");
+        write_text(
+            args->json,
+            nlohmann::json{
+                {"gridflow", build_info_json()}, {"benchmark", "sync"}, {"gpu", gpu}, {"date", date}, {"rows", rows}}
+                    .dump(1) +
+                "\n");
       if (!args->svg.empty())
-        write_text(args->svg, barrier_svg(rows, "grid barrier cost vs grid shape"));
+        write_text(args->svg, barrier_svg(rows, barrier_title(gpu, date)));
       return rows.empty() ? kExitRuntime : kExitOk;
 #else
       throw gridflow::RuntimeError("gridflow bench sync needs the GPU backend, and this build has none");
