@@ -11,7 +11,8 @@ namespace gridflow {
 // How the executor enforces dependencies between tasks.
 enum class SyncMode : std::uint32_t {
   grid_sync = 0, // levels separated by cooperative_groups::this_grid().sync() (CPU: the gridflow barrier)
-  barrier = 1,   // levels separated by gridflow's own grid barrier
+  barrier = 1,   // levels separated by the grid barrier measured fastest for the launch shape: gridflow's own at one
+                 // block per SM, cooperative_groups' grid.sync() at more (barrier_uses_grid_sync; CPU: gridflow's)
   flags = 2,     // per-task / per-tile completion counters: release on signal, acquire on wait
   sentinel = 3,  // data as the flag: consumers poll the values they read (f32 outputs); counters elsewhere
 };
@@ -21,6 +22,15 @@ inline constexpr SyncMode kAllSyncModes[] = {SyncMode::grid_sync, SyncMode::barr
 // True for the modes that run the graph level by level with a grid barrier in between.
 constexpr bool is_level_mode(SyncMode m) {
   return m == SyncMode::grid_sync || m == SyncMode::barrier;
+}
+
+// Which barrier barrier mode passes on the GPU at `blocks_per_sm`: gridflow's flat barrier where it is faster (one
+// block per SM: 0.95-0.97 us against grid.sync()'s 1.00-1.05 on the H200), grid.sync() from two blocks per SM on,
+// where no gridflow barrier measured matches it (flat 1.11-1.24 us against 1.00 at two blocks per SM; split
+// counters, per-SM aggregation, clusters and a copy of cooperative groups' own protocol all slower; gridflow bench
+// sync, docs/SYNC-COST.md).
+constexpr bool barrier_uses_grid_sync(std::uint32_t blocks_per_sm) {
+  return blocks_per_sm >= 2;
 }
 
 // How a block finds its next tile.

@@ -10,7 +10,7 @@ namespace gridflow::kernels {
 
 // y[i] = map_apply<F>(x[i]) for i in [0, n), by all THREADS threads of the block; x and y may be the same range
 // (each element is read and written by one thread, read first). When both policies are vectorizable and x and y
-// share their 16-byte phase, the aligned middle moves as 16-byte loads and stores, four per thread in flight;
+// share their 16-byte phase, the aligned middle moves as 16-byte loads and stores, eight per thread in flight;
 // otherwise every element is loaded and stored through the policies one by one (for_each_owned's order).
 template <int THREADS, MapFn F, class Load, class Store>
 __device__ void block_map(const float* x, float* y, long long n, const MapParams& p, Load load, Store store) {
@@ -29,7 +29,7 @@ __device__ void block_map(const float* x, float* y, long long n, const MapParams
       const auto apply4 = [&p](float4 v) {
         return make_float4(map_apply<F>(v.x, p), map_apply<F>(v.y, p), map_apply<F>(v.z, p), map_apply<F>(v.w, p));
       };
-      constexpr int kInFlight = 4;
+      constexpr int kInFlight = 8;
       long long g = tid;
       for (; g + (kInFlight - 1LL) * THREADS < groups; g += kInFlight * static_cast<long long>(THREADS)) {
         float4 r[kInFlight];

@@ -131,14 +131,27 @@ template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS>
   LookbackPrefix<int, kernels::Sum> prefix{
       &c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index, c.epoch, kernels::Sum{}};
   IntScan(c.s().scan.scan_i32).ExclusiveScan(keep, pos, kernels::Sum{}, prefix);
-  T* out = c.template out<T>();
+  // The kept elements gather in shared memory in order, then leave in coalesced runs: thread 0's first position is
+  // the tile's start (its exclusive scan begins with the look-back's prefix), the last thread's last position plus
+  // its keep the tile's end.
+  if (threadIdx.x == 0)
+    c.s().carry = static_cast<std::uint32_t>(pos[0]);
+  if (threadIdx.x == THREADS - 1)
+    c.s().flag = pos[ITEMS - 1] + keep[ITEMS - 1];
+  __syncthreads(); // the scan is done with its storage; start and end are published
+  const int start = static_cast<int>(c.s().carry), end = c.s().flag;
+  T* staged = Types::striped(c.s().scan).staging;
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j)
     if (keep[j])
-      out[pos[j]] = x[j];
-  if (c.index + 1 == c.task().num_tiles && threadIdx.x == THREADS - 1) {
+      staged[pos[j] - start] = x[j];
+  __syncthreads();
+  T* out = c.template out<T>() + start;
+  for (int i = static_cast<int>(threadIdx.x); i < end - start; i += THREADS)
+    out[i] = staged[i];
+  if (c.index + 1 == c.task().num_tiles && threadIdx.x == 0) {
     auto* count = c.template aux<std::int32_t>();
-    *count = pos[ITEMS - 1] + keep[ITEMS - 1];
+    *count = end;
   }
 }
 

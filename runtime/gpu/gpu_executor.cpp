@@ -65,6 +65,8 @@ public:
                            p_.block_tiles.empty() ? nullptr : d_block_tiles_.as<std::uint32_t>(),
                            p_.block_tiles.empty() ? nullptr : d_block_descs_.as<program::TileDesc>(),
                            d_table_.as<void* const>(), d_sentinels_.as<std::int64_t>(), state_.as<unsigned char>()});
+    if (p_.mode == SyncMode::barrier && barrier_uses_grid_sync(shape_.blocks_per_sm))
+      view_.mode = static_cast<std::uint32_t>(SyncMode::grid_sync); // the same levels, the faster barrier
     if (lean_entry_ != nullptr) {
       view_.tile_instrs = d_tile_instrs_.as<program::TileInstr>();
       view_.block_instrs = p_.block_tiles.empty() ? nullptr : d_block_instrs_.as<program::TileInstr>();
@@ -82,9 +84,12 @@ public:
   const LoweredProgram& program() const override { return p_; }
 
   std::string describe() const override {
-    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {} KB copy ring{}", device_.name,
+    return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {} KB copy ring{}{}", device_.name,
                        shape_.grid_blocks, shape_.blocks_per_sm, shape_.threads_per_block, ring_bytes_ / 1024,
-                       lean_entry_ != nullptr ? ", lean megakernel" : "");
+                       lean_entry_ != nullptr ? ", lean megakernel" : "",
+                       p_.mode == SyncMode::barrier
+                           ? (barrier_uses_grid_sync(shape_.blocks_per_sm) ? ", barrier grid.sync()" : ", barrier flat")
+                           : "");
   }
 
   void upload(std::uint32_t buffer, const HostTensor& data) override {
