@@ -70,5 +70,7 @@ void add_run(CLI::App& app, Commands& commands);
 void add_profile(CLI::App& app, Commands& commands);
 void add_bench(CLI::App& app, Commands& commands);
 void add_serve_bench(CLI::App& app, Commands& commands);
+void add_calibrate(CLI::App& app, Commands& commands);
+void add_predict(CLI::App& app, Commands& commands);
 
 } // namespace gridflow::cli

@@ -6,6 +6,8 @@
 //   gridflow profile GRAPH [options]            every sync mode and the baselines side by side
 //   gridflow bench sync [options]               microbenchmarks of the synchronization primitives
 //   gridflow serve-bench GRAPH [options]        submission round trips to the resident runtime vs relaunches
+//   gridflow calibrate [--out FILE]             this machine's sync and body costs, for predict
+//   gridflow predict GRAPH... --calibration F   each sync mode's and schedule's time before it runs (--measure)
 //
 // Exit codes: 0 success; 1 runtime failure (device error, watchdog, failed --check, I/O); 2 bad input (usage,
 // malformed or invalid graph). Errors are one line on stderr.
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
   cli::add_profile(app, commands);
   cli::add_bench(app, commands);
   cli::add_serve_bench(app, commands);
+  cli::add_calibrate(app, commands);
+  cli::add_predict(app, commands);
 
   try {
     app.parse(argc, argv);

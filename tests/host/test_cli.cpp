@@ -183,7 +183,7 @@ TEST_F(Cli, UsageErrorsAreExitTwo) {
 }
 
 TEST_F(Cli, HelpOnEverySubcommand) {
-  for (const char* sub : {"", "validate", "lower", "run", "profile", "bench", "bench sync"}) {
+  for (const char* sub : {"", "validate", "lower", "run", "profile", "bench", "bench sync", "calibrate", "predict"}) {
     const Result r = run(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;
@@ -230,6 +230,33 @@ TEST_F(Cli, BenchSyncReplotsSavedResultsWithoutAGpu) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(slurp(dir_ / "b.svg").find("flat (256 thr)"), std::string::npos);
   EXPECT_EQ(run("bench sync --from missing.json --svg b.svg").code, 2);
+}
+
+TEST_F(Cli, PredictMeasuresEveryConfigurationAgainstACalibration) {
+  // A hand-written calibration of every configuration (the costs are invented; calibrate measures real ones).
+  std::string configs;
+  for (const char* mode : {"grid-sync", "barrier", "flags", "sentinel"})
+    for (const char* schedule : {"dynamic", "static"})
+      configs += std::string(configs.empty() ? "" : ",") + "\"" + mode + " " + schedule +
+                 "\": {\"overhead_ns\": 5000, \"dispatch_ns\": 50, \"signal_ns\": 20, \"hop_ns\": 300, "
+                 "\"barrier_ns\": 1000, \"runs\": 1}";
+  write("cal.json", R"({"device": "test", "bodies": {"softmax_rows/lean-rows": {"fixed_ns": 900, "ns_per_byte": 0.01,
+    "samples": 2}, "softmax_rows/short-rows": {"fixed_ns": 900, "ns_per_byte": 0.01, "samples": 2},
+    "reduce_all": {"fixed_ns": 500, "ns_per_byte": 0.01, "samples": 2}}, "configs": {)" +
+                        configs + "}}");
+  const Result r = run("predict " + write("g.json", kGraph).string() +
+                       " --calibration cal.json --backend cpu --workers 2 --measure --repeat 2 --json pred.json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("sentinel static"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("absolute error over 8 configurations"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("uncalibrated"), std::string::npos) << r.out;
+  const std::string json = slurp(dir_ / "pred.json");
+  EXPECT_NE(json.find("\"measured_ms\""), std::string::npos) << json.substr(0, 300);
+  EXPECT_NE(json.find("\"median_abs_error\""), std::string::npos);
+  write("bad.json", R"({"device": "x", "bodies": {}, "configs": {"flags dynamic": {"hop_ns": 1}}})");
+  const Result bad = run("predict g.json --calibration bad.json --backend cpu");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("calibration: missing field 'overhead_ns'"), std::string::npos) << bad.err;
 }
 
 TEST_F(Cli, LowerPrintsTheProgram) {

@@ -1,0 +1,469 @@
+#include "scheduler/predict.hpp"
+
+#include "kernels/tile_shapes.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/lean_program.hpp"
+#include "runtime/op_traits.hpp"
+#include "runtime/tiles.hpp"
+#include "scheduler/errors.hpp"
+#include "scheduler/session.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <queue>
+
+namespace gridflow {
+namespace {
+
+using program::TaskDesc;
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Bytes tile k of `t` reads and writes (4-byte elements; a reduction's one output per tile is left out).
+double tile_bytes(const TaskDesc& t, std::uint32_t k) {
+  const std::int64_t items = program::tile_items(t, k).size();
+  const bool writes_view = t.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_all) &&
+                           t.opcode != static_cast<std::uint32_t>(program::Opcode::histogram);
+  const std::int64_t in = items * program::input_per_item(t);
+  const std::int64_t out = writes_view ? items * program::output_per_item(t) : 0;
+  return 4.0 * static_cast<double>(in + out);
+}
+
+// Tiles of task `task` that a consumer waiting on `d` waits for.
+std::pair<std::uint32_t, std::uint32_t> awaited_tiles(const program::DepDesc& d, const LoweredProgram& p) {
+  if (d.kind == static_cast<std::uint32_t>(program::DepKind::tiles))
+    return {d.tile_begin, d.tile_end};
+  return {0, p.tasks[d.task].num_tiles};
+}
+
+// The replay: finish time (ns from the first claim) of every tile, given each tile's body and the sync costs.
+// Tiles are replayed in global order, which is topological, so every producer tile finished before its consumers.
+struct Replay {
+  const LoweredProgram& p;
+  std::function<double(std::uint32_t)> body; // ns of tile g's body
+  ConfigCost sync;
+
+  struct State {
+    std::vector<double> finish;    // per tile
+    std::vector<double> task_done; // per task: its latest tile's finish so far
+    std::vector<double> free_at;   // per block
+  };
+
+  // When tile g's inputs are ready: a hop after the producer tiles it waits for finished; a dependency the static
+  // schedule dropped (the producer ran earlier on the same block) costs no hop.
+  double ready_time(std::uint32_t g, const State& s) const {
+    double ready = 0.0, local = 0.0;
+    bool waits = false;
+    const auto finished = [&](const program::DepDesc& d) {
+      if (d.kind != static_cast<std::uint32_t>(program::DepKind::tiles))
+        return s.task_done[d.task];
+      double f = 0.0;
+      const std::uint32_t first = p.tasks[d.task].first_tile;
+      for (std::uint32_t k = d.tile_begin; k < d.tile_end; ++k)
+        f = std::max(f, s.finish[first + k]);
+      return f;
+    };
+    const program::TileDesc& tile = p.tiles[g];
+    for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
+      ready = std::max(ready, finished(p.deps[d]));
+      waits = true;
+    }
+    if (!p.local_begin.empty())
+      for (std::uint32_t d = p.local_begin[g]; d < p.local_begin[g + 1]; ++d)
+        local = std::max(local, finished(p.local_deps[d]));
+    // A sentinel consumer has no dependency entries: it polls its producers' outputs, which any of their tiles may
+    // write.
+    if (p.tasks[tile.task].flags & program::kPollInputs)
+      for (std::uint32_t k = p.pred_begin[tile.task]; k < p.pred_begin[tile.task + 1]; ++k) {
+        ready = std::max(ready, s.task_done[p.pred_tasks[k]]);
+        waits = true;
+      }
+    return std::max(local, waits ? ready + sync.hop_ns : 0.0);
+  }
+
+  // Runs tiles [begin, end) from `start`: static lists keep their blocks (block_of), dynamic claims go to the block
+  // that frees first. Returns the latest finish.
+  double run(std::uint32_t begin, std::uint32_t end, double start, State& s,
+             const std::vector<std::uint32_t>& block_of) const {
+    using Slot = std::pair<double, std::uint32_t>; // (free at, block)
+    std::priority_queue<Slot, std::vector<Slot>, std::greater<>> blocks;
+    const bool dynamic = block_of.empty();
+    if (dynamic)
+      for (std::uint32_t b = 0; b < s.free_at.size(); ++b)
+        blocks.push({std::max(s.free_at[b], start), b});
+    double last = start;
+    for (std::uint32_t g = begin; g < end; ++g) {
+      std::uint32_t b;
+      if (dynamic) {
+        b = blocks.top().second;
+        blocks.pop();
+      } else {
+        b = block_of[g];
+      }
+      const double claimed = std::max(s.free_at[b], start) + sync.dispatch_ns;
+      const double done = std::max(claimed, ready_time(g, s)) + body(g) + sync.signal_ns;
+      s.finish[g] = done;
+      s.free_at[b] = done;
+      double& task_done = s.task_done[p.tiles[g].task];
+      task_done = std::max(task_done, done);
+      last = std::max(last, done);
+      if (dynamic)
+        blocks.push({done, b});
+    }
+    return last;
+  }
+
+  double makespan() const {
+    const auto tiles = static_cast<std::uint32_t>(p.tiles.size());
+    State s{std::vector<double>(tiles, 0.0), std::vector<double>(p.tasks.size(), 0.0),
+            std::vector<double>(std::max<std::uint32_t>(p.grid_blocks, 1), 0.0)};
+    std::vector<std::uint32_t> block_of;
+    if (p.schedule == Schedule::static_list && !p.block_begin.empty()) {
+      block_of.assign(tiles, 0);
+      for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b)
+        for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i)
+          block_of[p.block_tiles[i]] = b;
+    }
+    if (!is_level_mode(p.mode))
+      return run(0, tiles, 0.0, s, block_of);
+    double t = 0.0;
+    for (std::uint32_t l = 0; l < p.num_levels(); ++l) {
+      const double end = run(p.level_begin[l], p.level_begin[l + 1], t, s, block_of);
+      t = l + 1 < p.num_levels() ? end + sync.barrier_ns : end;
+    }
+    return t;
+  }
+};
+
+// y = a + b x over the samples, b >= 0 (a body does not get faster with more bytes). Least squares where the bytes
+// span at least a factor of two; over a narrower span a slope would be noise, so the cost is proportional to the
+// bytes (a = 0, b = sum y / sum x); with no bytes at all, a is the median.
+BodyCost fit_line(const std::vector<std::pair<double, double>>& s) {
+  BodyCost c;
+  c.samples = s.size();
+  if (s.empty())
+    return c;
+  double mx = 0, my = 0, lo = s.front().first, hi = s.front().first;
+  for (const auto& [x, y] : s) {
+    mx += x, my += y;
+    lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  std::vector<double> ys;
+  for (const auto& sample : s)
+    ys.push_back(sample.second);
+  if (mx <= 0.0) {
+    c.fixed_ns = median(ys);
+    return c;
+  }
+  if (hi < 2.0 * lo) {
+    c.ns_per_byte = my / mx;
+    return c;
+  }
+  mx /= static_cast<double>(s.size());
+  my /= static_cast<double>(s.size());
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : s) {
+    sxx += (x - mx) * (x - mx);
+    sxy += (x - mx) * (y - my);
+  }
+  if (sxy <= 0.0) {
+    c.fixed_ns = median(ys);
+    return c;
+  }
+  c.ns_per_byte = sxy / sxx;
+  c.fixed_ns = std::max(0.0, my - c.ns_per_byte * mx);
+  return c;
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name))
+    throw GraphError(fmt::format("calibration: missing field '{}'", name));
+  return j.at(name);
+}
+
+double number(const nlohmann::json& j, const char* name) {
+  const nlohmann::json& v = field(j, name);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+    throw GraphError(fmt::format("calibration: field '{}' must be a finite number >= 0", name));
+  return v.get<double>();
+}
+
+} // namespace
+
+std::string body_key(const TaskDesc& t, std::uint32_t threads, bool lean) {
+  std::string key = program::op_traits(t.opcode).name;
+  // Row ops take a different body by row length: lean rows, rows a warp holds, longer rows.
+  if (program::is_row_op(t.opcode))
+    key += program::lean_rows(t, static_cast<int>(threads)) ? "/lean-rows"
+           : t.cols <= kernels::kShortRowMaxCols            ? "/short-rows"
+                                                            : "/long-rows";
+  if (t.flags & program::kPollInputs)
+    key += "/poll";
+  if (lean)
+    key += "/lean";
+  return key;
+}
+
+std::string config_key(const LoweredProgram& p, bool lean) {
+  return fmt::format("{} {}{}", to_string(p.mode), to_string(p.schedule), lean ? " lean" : "");
+}
+
+bool runs_lean(const LoweredProgram& p, Backend backend) {
+  return backend == Backend::gpu && lean_program(p, p.threads_per_block);
+}
+
+nlohmann::json calibration_json(const Calibration& c) {
+  nlohmann::json bodies = nlohmann::json::object(), configs = nlohmann::json::object();
+  for (const auto& [key, b] : c.bodies)
+    bodies[key] = {{"fixed_ns", b.fixed_ns}, {"ns_per_byte", b.ns_per_byte}, {"samples", b.samples}};
+  for (const auto& [key, k] : c.configs)
+    configs[key] = {{"overhead_ns", k.overhead_ns}, {"dispatch_ns", k.dispatch_ns}, {"signal_ns", k.signal_ns},
+                    {"hop_ns", k.hop_ns},           {"barrier_ns", k.barrier_ns},   {"runs", k.runs}};
+  return {{"device", c.device}, {"bodies", bodies}, {"configs", configs}};
+}
+
+Calibration calibration_from_json(const nlohmann::json& j) {
+  Calibration c;
+  const nlohmann::json& device = field(j, "device");
+  c.device = device.is_string() ? device.get<std::string>() : "";
+  for (const auto& [key, b] : field(j, "bodies").items())
+    c.bodies[key] = {number(b, "fixed_ns"), number(b, "ns_per_byte"), static_cast<std::size_t>(number(b, "samples"))};
+  for (const auto& [key, k] : field(j, "configs").items())
+    c.configs[key] = {number(k, "overhead_ns"), number(k, "dispatch_ns"), number(k, "signal_ns"),
+                      number(k, "hop_ns"),      number(k, "barrier_ns"),  static_cast<std::size_t>(number(k, "runs"))};
+  return c;
+}
+
+void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamples& samples) {
+  if (samples.device.empty())
+    samples.device = profiled.device;
+  for (const ProfiledTrace& pt : profiled.traces) {
+    const LoweredProgram& p = pt.program;
+    const std::vector<program::TileTrace>& tr = pt.run.tiles;
+    const auto ordered = [](const program::TileTrace& x) {
+      return x.tile != program::kNoTile && x.claim_begin <= x.claimed && x.claimed <= x.ready &&
+             x.ready <= x.executed && x.executed <= x.signalled;
+    };
+    if (tr.size() != p.tiles.size() || !std::all_of(tr.begin(), tr.end(), ordered))
+      continue; // not traced, or a tile that did not run
+    const bool lean = runs_lean(p, backend);
+    CalibrationSamples::Config& cfg = samples.configs[config_key(p, lean)];
+    // Bodies: each task's median tile body against its tiles' mean bytes.
+    for (std::uint32_t task = 0; task < p.tasks.size(); ++task) {
+      const TaskDesc& t = p.tasks[task];
+      std::vector<double> ns;
+      double bytes = 0;
+      for (std::uint32_t k = 0; k < t.num_tiles; ++k) {
+        const program::TileTrace& x = tr[t.first_tile + k];
+        ns.push_back(static_cast<double>(x.executed - x.ready));
+        bytes += tile_bytes(t, k);
+      }
+      if (!ns.empty())
+        samples.bodies[body_key(t, p.threads_per_block, lean)].push_back(
+            {bytes / static_cast<double>(ns.size()), median(ns)});
+    }
+    // Dispatch, hand-offs, the makespan.
+    std::uint64_t t0 = UINT64_MAX, t_end = 0;
+    for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
+      const program::TileTrace& x = tr[g];
+      t0 = std::min(t0, x.claim_begin);
+      t_end = std::max(t_end, x.signalled);
+      double dispatch = static_cast<double>(x.claimed - x.claim_begin);
+      cfg.signal_ns.push_back(static_cast<double>(x.signalled - x.executed));
+      std::uint64_t producers_done = 0;
+      bool has_deps = false;
+      p.for_each_dependency(g, [&](const program::DepDesc& d) {
+        const auto [lo, hi] = awaited_tiles(d, p);
+        for (std::uint32_t k = lo; k < hi; ++k)
+          producers_done = std::max(producers_done, tr[p.tasks[d.task].first_tile + k].signalled);
+        has_deps = has_deps || lo < hi;
+      });
+      if (!has_deps)
+        dispatch += static_cast<double>(x.ready - x.claimed);
+      else if (producers_done > x.claimed && x.ready >= producers_done)
+        cfg.hop_ns.push_back(static_cast<double>(x.ready - producers_done)); // it waited: the hand-off's latency
+      cfg.dispatch_ns.push_back(dispatch);
+    }
+    // Barriers: from the last signal of a level to the first claim of the next.
+    if (is_level_mode(p.mode))
+      for (std::uint32_t l = 1; l < p.num_levels(); ++l) {
+        std::uint64_t prev_end = 0, next_begin = UINT64_MAX;
+        for (std::uint32_t g = p.level_begin[l - 1]; g < p.level_begin[l]; ++g)
+          prev_end = std::max(prev_end, tr[g].signalled);
+        for (std::uint32_t g = p.level_begin[l]; g < p.level_begin[l + 1]; ++g)
+          next_begin = std::min(next_begin, tr[g].claim_begin);
+        if (next_begin != UINT64_MAX && next_begin >= prev_end)
+          cfg.barrier_ns.push_back(static_cast<double>(next_begin - prev_end));
+      }
+    // Overhead: the timed runs' median beyond the traced makespan.
+    for (const ProfileEntry& e : profiled.entries)
+      if (e.executor == pt.executor && t_end > t0)
+        cfg.overhead_ns.push_back(std::max(0.0, e.median_ms * 1e6 - static_cast<double>(t_end - t0)));
+  }
+}
+
+Calibration fit(const CalibrationSamples& s) {
+  Calibration c;
+  c.device = s.device;
+  for (const auto& [key, points] : s.bodies)
+    c.bodies[key] = fit_line(points);
+  for (const auto& [key, k] : s.configs)
+    c.configs[key] = {median(k.overhead_ns), median(k.dispatch_ns), median(k.signal_ns),
+                      median(k.hop_ns),      median(k.barrier_ns),  k.overhead_ns.size()};
+  return c;
+}
+
+std::vector<Graph> calibration_graphs() {
+  std::vector<Graph> graphs;
+  // Whole-view ops from latency-bound to bandwidth-bound tiles.
+  for (std::int64_t n : {std::int64_t{1} << 18, std::int64_t{1} << 22, std::int64_t{1} << 25}) {
+    Graph g(fmt::format("calibrate-vector-{}", n));
+    g.add_buffer("x", DType::f32, {n}, InitUniform{-1, 1, 3});
+    g.add_buffer("k", DType::i32, {n}, InitUniform{-1, 200, 4});
+    g.add_buffer("sum", DType::f32, {1});
+    g.add_buffer("pre", DType::f32, {n});
+    g.add_buffer("act", DType::f32, {n});
+    g.add_buffer("counts", DType::i32, {200});
+    g.add_buffer("offsets", DType::i32, {200});
+    g.add_buffer("order", DType::i32, {n});
+    g.add_buffer("kept", DType::f32, {n});
+    g.add_buffer("n_kept", DType::i32, {1});
+    g.reduce("sum", "x", "sum", ReduceFn::sum);
+    g.scan("scan", "x", "pre", ScanFn::sum);
+    g.map("act", "x", "act", MapFn::tanh);
+    g.histogram("count", "k", "counts");
+    g.scan("offsets", "counts", "offsets", ScanFn::sum, true);
+    g.scatter("group", "k", "offsets", "order");
+    g.select("keep", "x", "kept", "n_kept", CmpFn::gt, 0.0);
+    graphs.push_back(std::move(g));
+  }
+  // Row ops over short and long rows, chained so hand-offs and barriers are exercised.
+  for (const auto& [rows, cols] :
+       {std::pair<std::int64_t, std::int64_t>{8192, 128}, {2048, 512}, {512, 3072}, {64, 16384}}) {
+    Graph g(fmt::format("calibrate-rows-{}x{}", rows, cols));
+    g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-3, 3, 5});
+    g.add_buffer("p", DType::f32, {rows, cols});
+    g.add_buffer("c", DType::f32, {rows, cols});
+    g.add_buffer("r", DType::f32, {rows});
+    g.softmax("softmax", "m", "p");
+    g.scan("cumulative", "p", "c", ScanFn::sum, false, Axis::row);
+    g.reduce("row_max", "c", "r", ReduceFn::max, Axis::row);
+    graphs.push_back(std::move(g));
+  }
+  // Chains of small row ops, one buffer per op (the lean megakernel's programs on the GPU).
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{40, 1024}, {128, 256}}) {
+    Graph g(fmt::format("calibrate-row-chain-{}x{}", rows, cols));
+    g.add_buffer("b0", DType::f32, {rows, cols}, InitUniform{-2, 2, 6});
+    constexpr int kOps = 24;
+    for (int k = 1; k <= kOps; ++k) {
+      const std::string in = fmt::format("b{}", k - 1), out = fmt::format("b{}", k);
+      g.add_buffer(out, DType::f32, {rows, cols});
+      if (k % 2)
+        g.softmax(fmt::format("softmax{}", k), in, out);
+      else
+        g.scan(fmt::format("scan{}", k), in, out, ScanFn::max, false, Axis::row);
+    }
+    graphs.push_back(std::move(g));
+  }
+  return graphs;
+}
+
+Prediction predict(const LoweredProgram& p, bool lean, const Calibration& c) {
+  Prediction out;
+  const std::string ckey = config_key(p, lean);
+  ConfigCost sync;
+  if (auto it = c.configs.find(ckey); it != c.configs.end())
+    sync = it->second;
+  else
+    out.uncalibrated.push_back(ckey);
+  std::vector<BodyCost> cost(p.tasks.size());
+  for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
+    const std::uint32_t threads = p.threads_per_block;
+    const std::string key = body_key(p.tasks[t], threads, lean);
+    auto it = c.bodies.find(key);
+    if (it == c.bodies.end()) // the same body on the other megakernel, else read plainly
+      it = c.bodies.find(body_key(p.tasks[t], threads, false));
+    if (it == c.bodies.end()) {
+      program::TaskDesc plain = p.tasks[t];
+      plain.flags &= ~program::kPollInputs;
+      it = c.bodies.find(body_key(plain, threads, false));
+    }
+    if (it == c.bodies.end()) {
+      if (std::find(out.uncalibrated.begin(), out.uncalibrated.end(), key) == out.uncalibrated.end())
+        out.uncalibrated.push_back(key);
+    } else {
+      cost[t] = it->second;
+    }
+  }
+  const auto body = [&](std::uint32_t g) {
+    const program::TileDesc& tile = p.tiles[g];
+    const BodyCost& b = cost[tile.task];
+    return b.fixed_ns + b.ns_per_byte * tile_bytes(p.tasks[tile.task], tile.index);
+  };
+  const Replay with_sync{p, body, sync};
+  const Replay free_sync{p, body, ConfigCost{}};
+  out.makespan_ns = with_sync.makespan();
+  out.elapsed_ms = (sync.overhead_ns + out.makespan_ns) * 1e-6;
+  out.sync_ms = std::max(0.0, out.elapsed_ms - free_sync.makespan() * 1e-6);
+  return out;
+}
+
+Calibration calibrate(const SessionOptions& base, int repeat, const std::function<void(const std::string&)>& progress) {
+  CalibrationSamples samples;
+  for (const Graph& g : calibration_graphs()) {
+    ProfileOptions po;
+    po.base = base;
+    po.repeat = repeat;
+    po.warmup = 2;
+    po.baselines = false;
+    const ProfileResult r = profile(g, po);
+    if (!r.all_checked)
+      throw RuntimeError("calibration graph '" + g.name() + "' failed its reference check");
+    add_samples(r, base.backend, samples);
+    if (progress)
+      progress(g.name());
+  }
+  return fit(samples);
+}
+
+std::vector<PredictionRow> predict_graph(const Graph& g, const SessionOptions& base, const Calibration& c, bool measure,
+                                         int repeat) {
+  std::optional<ProfileResult> measured;
+  if (measure) {
+    ProfileOptions po;
+    po.base = base;
+    po.repeat = repeat;
+    po.baselines = false;
+    measured = profile(g, po);
+  }
+  std::vector<PredictionRow> rows;
+  for (SyncMode mode : kAllSyncModes)
+    for (Schedule schedule : {Schedule::dynamic, Schedule::static_list}) {
+      SessionOptions o = base;
+      o.mode = mode;
+      o.schedule = schedule;
+      const LoweredProgram program = plan_run(g, o).program;
+      const bool lean = runs_lean(program, o.backend);
+      PredictionRow row{g.name(), config_key(program, lean), predict(program, lean, c)};
+      if (measured) {
+        const std::string executor = fmt::format("gridflow {} {}", to_string(mode), to_string(schedule));
+        for (const ProfileEntry& e : measured->entries)
+          if (e.executor == executor)
+            row.measured_ms = e.median_ms;
+      }
+      rows.push_back(std::move(row));
+    }
+  return rows;
+}
+
+} // namespace gridflow

@@ -1,0 +1,103 @@
+// gridflow predict: a graph's run time in each sync mode and schedule before it runs, from its lowered program and
+// a calibration of the machine (gridflow calibrate), and the share of that time synchronization costs.
+//
+// The model replays the program's schedule tile by tile:
+//   - a tile's body takes fixed_ns + ns_per_byte x (bytes it reads and writes), per opcode, separately for tiles
+//     that poll their inputs (sentinel mode) and for the lean megakernel;
+//   - claiming and staging a tile cost `dispatch_ns` before its body, signalling it `signal_ns` after; a tile that
+//     waits for a producer starts `hop_ns` after the producer's last awaited tile signalled (a dependency on a tile
+//     the same block ran earlier costs none); level modes pay `barrier_ns` between levels; a run pays
+//     `overhead_ns` beyond its makespan (launch, prologue, completion);
+//   - the dynamic schedule hands the next tile in order to the block that frees first; static lists run as lowered.
+// Every cost comes from traced runs of calibration graphs whose shapes differ from the graphs predicted.
+// "Synchronization" is what the run would lose were dispatch, hand-offs, barriers and overhead free: the predicted
+// time minus the same replay with those costs at zero.
+#pragma once
+
+#include "runtime/lowered_program.hpp"
+#include "scheduler/graph.hpp"
+#include "scheduler/profile.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gridflow {
+
+struct BodyCost {
+  double fixed_ns = 0;
+  double ns_per_byte = 0;
+  std::size_t samples = 0; // tasks it was fitted on
+};
+
+// The costs of one executor configuration ("flags static", "flags static lean", ...).
+struct ConfigCost {
+  double overhead_ns = 0;
+  double dispatch_ns = 0;
+  double signal_ns = 0;
+  double hop_ns = 0;
+  double barrier_ns = 0;
+  std::size_t runs = 0;
+};
+
+struct Calibration {
+  std::string device;
+  std::map<std::string, BodyCost> bodies;    // body_key()
+  std::map<std::string, ConfigCost> configs; // config_key()
+};
+
+nlohmann::json calibration_json(const Calibration& c);
+// Throws GraphError naming the field when the JSON is not a calibration.
+Calibration calibration_from_json(const nlohmann::json& j);
+
+// The keys a program's tiles and configuration are costed under: the opcode, for row ops the body their rows take
+// (lean rows at `threads`, rows of at most kShortRowMaxCols, longer rows), polled inputs, the lean megakernel.
+std::string body_key(const program::TaskDesc& t, std::uint32_t threads, bool lean);
+std::string config_key(const LoweredProgram& p, bool lean);
+// Whether the GPU runs `p` on the lean megakernel (the CPU backend never does).
+bool runs_lean(const LoweredProgram& p, Backend backend);
+
+// What the calibration learns from profiled runs: per body key, (bytes, median body ns) of each task; per config,
+// dispatch, signal, hop and barrier durations and the run's overhead (median time minus traced makespan).
+struct CalibrationSamples {
+  std::string device;
+  std::map<std::string, std::vector<std::pair<double, double>>> bodies;
+  struct Config {
+    std::vector<double> overhead_ns, dispatch_ns, signal_ns, hop_ns, barrier_ns;
+  };
+  std::map<std::string, Config> configs;
+};
+void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamples& samples);
+Calibration fit(const CalibrationSamples& samples);
+
+// The calibration graphs: every whole-view op at three sizes, row ops over short and long rows, chains of small
+// row ops; hand-offs and barriers in all of them. None has the shape of an example or bench graph.
+std::vector<Graph> calibration_graphs();
+
+struct Prediction {
+  double elapsed_ms = 0;                 // overhead + makespan
+  double makespan_ns = 0;                // first claim to last signal
+  double sync_ms = 0;                    // elapsed minus the replay with free synchronization
+  std::vector<std::string> uncalibrated; // body or config keys the calibration lacks (their costs are guesses)
+};
+Prediction predict(const LoweredProgram& p, bool lean, const Calibration& c);
+
+// Profiles every calibration graph from `base` (every mode and schedule, traced; each must pass its reference
+// check) and fits the costs. `progress` hears each graph's name.
+Calibration calibrate(const SessionOptions& base, int repeat, const std::function<void(const std::string&)>& progress);
+
+// One configuration of one graph: predicted, and measured when asked (measured_ms < 0 otherwise).
+struct PredictionRow {
+  std::string graph;
+  std::string configuration; // config_key
+  Prediction predicted;
+  double measured_ms = -1;
+};
+// Predicts `g` in every sync mode and schedule from `base`; with `measure`, profiles it too (`repeat` timed runs).
+std::vector<PredictionRow> predict_graph(const Graph& g, const SessionOptions& base, const Calibration& c, bool measure,
+                                         int repeat);
+
+} // namespace gridflow

@@ -1,0 +1,147 @@
+// The run-time predictor: the replay against hand-computed schedules, the calibration's JSON, and calibration and
+// prediction end to end on the CPU backend.
+#include "scheduler/errors.hpp"
+#include "scheduler/predict.hpp"
+#include "scheduler/session.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace gridflow {
+namespace {
+
+constexpr double kBody = 1000, kDispatch = 50, kSignal = 20, kHop = 300, kBarrier = 2000, kOverhead = 5000;
+
+SessionOptions cpu(SyncMode mode, Schedule schedule, std::uint32_t workers = 4) {
+  SessionOptions o;
+  o.backend = Backend::cpu;
+  o.mode = mode;
+  o.schedule = schedule;
+  o.cpu_workers = workers;
+  return o;
+}
+
+// Every body costs kBody, whatever its bytes; every configuration the same sync costs.
+Calibration flat_calibration(const LoweredProgram& p) {
+  Calibration c;
+  c.device = "test";
+  for (const program::TaskDesc& t : p.tasks)
+    c.bodies[body_key(t, p.threads_per_block, false)] = {kBody, 0.0, 1};
+  c.configs[config_key(p, false)] = {kOverhead, kDispatch, kSignal, kHop, kBarrier, 1};
+  return c;
+}
+
+// Three dependent one-tile tasks (one row: the scan and the reduce lower to their whole-range forms).
+Graph chain3() {
+  Graph g("chain3");
+  g.add_buffer("a", DType::f32, {1, 16}, InitUniform{-1, 1, 1});
+  g.add_buffer("b", DType::f32, {1, 16});
+  g.add_buffer("c", DType::f32, {1, 16});
+  g.add_buffer("d", DType::f32, {1});
+  g.softmax("s", "a", "b");
+  g.scan("t", "b", "c", ScanFn::sum, false, Axis::row);
+  g.reduce("r", "c", "d", ReduceFn::sum, Axis::row);
+  return g;
+}
+
+TEST(Predict, ChainsPayDispatchBodiesAndBarriersOrHandOffs) {
+  const Graph g = chain3();
+  for (Schedule schedule : {Schedule::dynamic, Schedule::static_list}) {
+    const LoweredProgram levels = plan_run(g, cpu(SyncMode::grid_sync, schedule)).program;
+    ASSERT_EQ(levels.tiles.size(), 3u);
+    const Prediction l = predict(levels, false, flat_calibration(levels));
+    EXPECT_DOUBLE_EQ(l.makespan_ns, 3 * (kDispatch + kBody + kSignal) + 2 * kBarrier);
+    EXPECT_DOUBLE_EQ(l.elapsed_ms, (kOverhead + l.makespan_ns) * 1e-6);
+    EXPECT_NEAR(l.sync_ms, (kOverhead + 3 * (kDispatch + kSignal) + 2 * kBarrier) * 1e-6, 1e-12);
+    EXPECT_TRUE(l.uncalibrated.empty());
+    // Dataflow: a tile on another block than its producer waits a hop after the producer signalled (the dynamic
+    // schedule claims each tile on a free block); on the producer's own block program order needs no hop.
+    const LoweredProgram flags = plan_run(g, cpu(SyncMode::flags, schedule)).program;
+    const Prediction f = predict(flags, false, flat_calibration(flags));
+    bool one_block = false;
+    if (schedule == Schedule::static_list)
+      for (std::uint32_t b = 0; b + 1 < flags.block_begin.size(); ++b)
+        one_block = one_block || flags.block_begin[b + 1] - flags.block_begin[b] == 3;
+    if (one_block)
+      EXPECT_DOUBLE_EQ(f.makespan_ns, 3 * (kDispatch + kBody + kSignal));
+    else
+      EXPECT_DOUBLE_EQ(f.makespan_ns, kDispatch + 3 * (kBody + kSignal) + 2 * kHop) << to_string(schedule);
+  }
+}
+
+TEST(Predict, IndependentTilesSpreadOverTheBlocks) {
+  Graph g("wide");
+  g.add_buffer("x", DType::f32, {64, 256}, InitUniform{-1, 1, 2});
+  g.add_buffer("y", DType::f32, {64, 256});
+  g.softmax("s", "x", "y");
+  SessionOptions o = cpu(SyncMode::flags, Schedule::dynamic, 4);
+  o.tiles.set_row_tile_elements(256); // one row per tile
+  LoweredProgram p = plan_run(g, o).program;
+  const auto tiles = static_cast<double>(p.tiles.size());
+  ASSERT_EQ(tiles, 64);
+  const Prediction pr = predict(p, false, flat_calibration(p));
+  EXPECT_DOUBLE_EQ(pr.makespan_ns, std::ceil(tiles / 4) * (kDispatch + kBody + kSignal));
+}
+
+TEST(Predict, BodiesGrowWithBytesAndMissingCostsAreNamed) {
+  const Graph g = chain3();
+  const LoweredProgram p = plan_run(g, cpu(SyncMode::flags, Schedule::dynamic)).program;
+  Calibration c = flat_calibration(p);
+  const Prediction base = predict(p, false, c);
+  for (auto& [key, b] : c.bodies)
+    b.ns_per_byte = 1.0;
+  EXPECT_GE(predict(p, false, c).makespan_ns, base.makespan_ns + 3 * 16 * 4); // at least the inputs' bytes
+  c.bodies.erase(body_key(p.tasks[0], p.threads_per_block, false));
+  c.configs.clear();
+  const Prediction missing = predict(p, false, c);
+  EXPECT_EQ(missing.uncalibrated.size(), 2u);
+  EXPECT_EQ(missing.uncalibrated[0], config_key(p, false));
+}
+
+TEST(Predict, CalibrationJsonRoundTripsAndBadFieldsAreNamed) {
+  Calibration c;
+  c.device = "dev";
+  c.bodies["softmax_rows"] = {120.5, 0.25, 3};
+  c.configs["flags dynamic"] = {4000, 80, 10, 600, 0, 5};
+  const Calibration back = calibration_from_json(calibration_json(c));
+  EXPECT_EQ(back.device, "dev");
+  EXPECT_DOUBLE_EQ(back.bodies.at("softmax_rows").ns_per_byte, 0.25);
+  EXPECT_DOUBLE_EQ(back.configs.at("flags dynamic").hop_ns, 600);
+  nlohmann::json j = calibration_json(c);
+  j["configs"]["flags dynamic"]["hop_ns"] = -1;
+  try {
+    calibration_from_json(j);
+    FAIL() << "expected a GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("'hop_ns'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(calibration_from_json(nlohmann::json::object()), GraphError);
+}
+
+TEST(Predict, CalibratesAndPredictsEveryConfigurationOnTheCpuBackend) {
+  const Graph g = chain3();
+  ProfileOptions po;
+  po.base = cpu(SyncMode::flags, Schedule::dynamic);
+  po.repeat = 2;
+  po.warmup = 0;
+  po.baselines = false;
+  CalibrationSamples samples;
+  add_samples(profile(g, po), Backend::cpu, samples);
+  const Calibration c = fit(samples);
+  EXPECT_EQ(c.configs.size(), 8u); // every sync mode x schedule
+  EXPECT_EQ(c.bodies.count("softmax_rows/lean-rows"), 1u) << calibration_json(c).dump();
+  for (const auto& [key, k] : c.configs)
+    EXPECT_GT(k.dispatch_ns, 0.0) << key;
+  for (SyncMode mode : kAllSyncModes)
+    for (Schedule schedule : {Schedule::dynamic, Schedule::static_list}) {
+      const LoweredProgram p = plan_run(g, cpu(mode, schedule)).program;
+      const Prediction pr = predict(p, false, c);
+      EXPECT_TRUE(pr.uncalibrated.empty()) << config_key(p, false) << ": " << pr.uncalibrated.front();
+      EXPECT_GT(pr.elapsed_ms, 0.0);
+      EXPECT_LE(pr.sync_ms, pr.elapsed_ms);
+    }
+}
+
+} // namespace
+} // namespace gridflow
