@@ -1,7 +1,7 @@
-// Tile-level pieces of the counting ops (contracts in kernels/counting.hpp): a block histogram in shared memory (16-byte
-// loads, shared atomics into a few copies of the row, a warp of one key adding at once), and the stable per-segment
-// counts and placement scatter builds on, with warp-aggregated updates (the seeds' __match_any_sync / __popc pattern:
-// one update per distinct key in a warp).
+// Tile-level pieces of the counting ops (contracts in kernels/counting.hpp): a block histogram in shared memory
+// (16-byte loads, shared atomics into a few copies of the row, a warp of one key adding at once), and the stable
+// per-segment counts and placement scatter builds on, with warp-aggregated updates (the seeds' __match_any_sync /
+// __popc pattern: one update per distinct key in a warp).
 #pragma once
 
 #include "kernels/counting.hpp"
