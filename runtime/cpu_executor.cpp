@@ -154,7 +154,7 @@ RunResult CpuExecutor::run(const ExecOptions& options) {
   return run_now(options);
 }
 
-RunResult CpuExecutor::run_now(const ExecOptions& options) {
+std::vector<void*> CpuExecutor::buffer_table() {
   const LoweredProgram& p = program_;
   std::vector<void*> table(buffers_.size());
   for (std::size_t b = 0; b < buffers_.size(); ++b) {
@@ -169,6 +169,50 @@ RunResult CpuExecutor::run_now(const ExecOptions& options) {
       from_bound(m, buffers_[b].data(), buffers_[b].bytes());
     table[b] = buffers_[b].data();
   }
+  return table;
+}
+
+void CpuExecutor::run_workers(const program::ProgramView& v, const program::RunParams& r) {
+  // A worker that throws (out of memory, say) aborts the run: the others leave at their next check, and the first
+  // exception is raised here once every worker has joined. Nothing escapes a worker thread.
+  auto* control = reinterpret_cast<program::ControlBlock*>(arena_->bytes);
+  const cpu::ForwardPlan forward = cpu::forward_plan(program_);
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  {
+    std::vector<std::jthread> workers;
+    workers.reserve(program_.grid_blocks);
+    for (std::uint32_t w = 0; w < program_.grid_blocks; ++w)
+      workers.emplace_back([&, w] {
+        try {
+          cpu::CpuBlock blk(v, r, w, forward);
+          program::interpret(blk);
+        } catch (...) {
+          {
+            const std::lock_guard lock(failure_mutex);
+            if (!failure)
+              failure = std::current_exception();
+          }
+          protocol::abort_run(control);
+        }
+      });
+  }
+  for (std::size_t b = 0; b < buffers_.size(); ++b)
+    if (bound_[b].staged && bound_[b].data != nullptr && written_[b])
+      to_bound(bound_[b], buffers_[b].data(), buffers_[b].bytes());
+  if (failure) {
+    reset_state();
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::bad_alloc&) {
+      throw RuntimeError("cpu executor: out of host memory while running the graph");
+    }
+  }
+}
+
+RunResult CpuExecutor::run_now(const ExecOptions& options) {
+  const LoweredProgram& p = program_;
+  const std::vector<void*> table = buffer_table();
   const std::vector<std::int64_t> sentinels = sentinel_ranges(p);
   if (epoch_ == 0xfffffff0u)
     reset_state(); // epochs are 32-bit in flags and look-back words
@@ -196,45 +240,11 @@ RunResult CpuExecutor::run_now(const ExecOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (p.mode == SyncMode::sentinel && !kernel_fill)
     cpu::fill_sentinels(v, 0, 1);
-  // A worker that throws (out of memory, say) aborts the run: the others leave at their next check, and the first
-  // exception is raised here once every worker has joined. Nothing escapes a worker thread.
-  auto* control = reinterpret_cast<program::ControlBlock*>(arena_->bytes);
-  const cpu::ForwardPlan forward = cpu::forward_plan(p);
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  {
-    std::vector<std::jthread> workers;
-    workers.reserve(p.grid_blocks);
-    for (std::uint32_t w = 0; w < p.grid_blocks; ++w)
-      workers.emplace_back([&, w] {
-        try {
-          cpu::CpuBlock blk(v, r, w, forward);
-          program::interpret(blk);
-        } catch (...) {
-          {
-            const std::lock_guard lock(failure_mutex);
-            if (!failure)
-              failure = std::current_exception();
-          }
-          protocol::abort_run(control);
-        }
-      });
-  }
-  for (std::size_t b = 0; b < buffers_.size(); ++b)
-    if (bound_[b].staged && bound_[b].data != nullptr && written_[b])
-      to_bound(bound_[b], buffers_[b].data(), buffers_[b].bytes());
-  if (failure) {
-    reset_state();
-    try {
-      std::rethrow_exception(failure);
-    } catch (const std::bad_alloc&) {
-      throw RuntimeError("cpu executor: out of host memory while running the graph");
-    }
-  }
+  run_workers(v, r);
   result.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   barrier_generations_ += result.barriers_per_block;
 
-  const program::ErrorRecord error = control->error;
+  const program::ErrorRecord error = reinterpret_cast<program::ControlBlock*>(arena_->bytes)->error;
   if (error.code != 0) {
     reset_state();
     throw DeviceError(error, p);

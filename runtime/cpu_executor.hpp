@@ -40,6 +40,12 @@ private:
   void reset_state();
   void refuse_in_flight(const char* what) const;
   RunResult run_now(const ExecOptions& options);
+  // Each buffer's address for the run: bound memory directly, else the executor's own copy (staged bound memory
+  // copied in first).
+  std::vector<void*> buffer_table();
+  // One worker thread per block through the interpreter; staged bound buffers the run wrote copied back; the first
+  // exception a worker raised, raised here after every worker has joined (the state reset).
+  void run_workers(const program::ProgramView& v, const program::RunParams& r);
 
   LoweredProgram program_;
   std::vector<program::TileDesc> block_descs_; // the static lists' descriptors (block_descs), built once

@@ -356,17 +356,9 @@ private:
   throw_graph_error(g.name(), "dependency cycle: " + text);
 }
 
-} // namespace
-
-Analysis analyze(const Graph& g) {
-  Analysis a;
-  a.buffer_index = validate_buffers(g);
+// Each task's name, views and op-specific fields, checked; the views into a; returns name -> index.
+std::unordered_map<std::string, std::uint32_t> resolve_tasks(const Graph& g, Analysis& a) {
   const std::size_t n = g.tasks().size();
-  if (n == 0)
-    throw_graph_error(g.name(), "has no tasks (an empty graph runs nothing: add at least one task)");
-  if (n > kMaxTasks)
-    throw_graph_error(g.name(), fmt::format("{} tasks exceed the limit of {}", n, kMaxTasks));
-
   std::unordered_map<std::string, std::uint32_t> task_index;
   a.in.resize(n);
   a.out.resize(n);
@@ -386,8 +378,13 @@ Analysis analyze(const Graph& g) {
                        fmt::format("a {} task takes no third view", to_string(t.op)));
     kind.validate({g, t, a.in[i], a.out[i], a.aux[i] ? &*a.aux[i] : nullptr});
   }
+  return task_index;
+}
 
-  // Dependencies: hazards in declaration order, then explicit edges.
+// Dependencies: the hazards between views in declaration order, then the explicit `after` edges; each task's list
+// sorted by producer. Counts each buffer's writers.
+void find_dependencies(const Graph& g, const std::unordered_map<std::string, std::uint32_t>& task_index, Analysis& a) {
+  const std::size_t n = g.tasks().size();
   a.deps.resize(n);
   a.writers.assign(g.buffers().size(), 0);
   HazardTracker tracker(g, a.deps);
@@ -417,8 +414,11 @@ Analysis analyze(const Graph& g) {
   for (auto& list : a.deps)
     std::sort(list.begin(), list.end(),
               [](const Dependency& x, const Dependency& y) { return x.producer < y.producer; });
+}
 
-  // Kahn's algorithm in declaration order; levels = longest path from a source.
+// Kahn's algorithm in declaration order: levels (the longest path from a source), the level order, or the cycle.
+void assign_levels(const Graph& g, Analysis& a) {
+  const std::size_t n = g.tasks().size();
   std::vector<std::vector<std::uint32_t>> consumers(n);
   std::vector<std::uint32_t> indegree(n, 0);
   for (std::uint32_t i = 0; i < n; ++i)
@@ -444,13 +444,27 @@ Analysis analyze(const Graph& g) {
   }
   if (done != n)
     report_cycle(g, a.deps, indegree);
-
   a.order.resize(n);
   for (std::uint32_t i = 0; i < n; ++i)
     a.order[i] = i;
   std::stable_sort(a.order.begin(), a.order.end(),
                    [&](std::uint32_t x, std::uint32_t y) { return a.level[x] < a.level[y]; });
   a.num_levels = 1 + *std::max_element(a.level.begin(), a.level.end());
+}
+
+} // namespace
+
+Analysis analyze(const Graph& g) {
+  Analysis a;
+  a.buffer_index = validate_buffers(g);
+  const std::size_t n = g.tasks().size();
+  if (n == 0)
+    throw_graph_error(g.name(), "has no tasks (an empty graph runs nothing: add at least one task)");
+  if (n > kMaxTasks)
+    throw_graph_error(g.name(), fmt::format("{} tasks exceed the limit of {}", n, kMaxTasks));
+  const auto task_index = resolve_tasks(g, a);
+  find_dependencies(g, task_index, a);
+  assign_levels(g, a);
   return a;
 }
 

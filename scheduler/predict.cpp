@@ -29,11 +29,12 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-// Bytes tile k of `t` reads and writes (4-byte elements; a reduction's one output per tile is left out).
+// Bytes tile k of `t` reads and writes (4-byte elements). Tiles whose partial results the last arriver folds (a
+// reduction's partial, a histogram's count row) write too little to count.
 double tile_bytes(const TaskDesc& t, std::uint32_t k) {
   const std::int64_t items = program::tile_items(t, k).size();
-  const bool writes_view = t.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_all) &&
-                           t.opcode != static_cast<std::uint32_t>(program::Opcode::histogram);
+  const program::Scratch scratch = program::op_traits(t.opcode).scratch;
+  const bool writes_view = scratch != program::Scratch::partials && scratch != program::Scratch::count_rows;
   const std::int64_t in = items * program::input_per_item(t);
   const std::int64_t out = writes_view ? items * program::output_per_item(t) : 0;
   return 4.0 * static_cast<double>(in + out);

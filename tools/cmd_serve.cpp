@@ -137,29 +137,32 @@ std::vector<Row> baselines(const Graph& g, const SessionOptions& o, int reps) {
   return rows;
 }
 
-int serve_bench(const Args& a) {
-  const Graph g = load_graph(a.graph);
-  SessionOptions o = session_options(a.flags, a.graph);
-  const int baseline_reps = std::min(a.submissions, 5000);
-  std::vector<Row> rows = baselines(g, o, baseline_reps);
+// What the resident session measured: per submission at depth 1 the host round trip, submit to first block and the
+// run (us), the throughput at depth 1 and at the asked depth (submissions/s). Checks the resident runs' results
+// against a plain run's.
+struct ResidentFigures {
+  std::vector<double> round_trip, to_first, run;
+  double rate1 = 0, rate_depth = 0;
+  std::string describe;
+  double uncertainty_us = 0;
+};
 
-  const ResidentOptions ro = resident_options(o, a.depth);
-  const ResidentProgramOptions po = program_options(o);
-  ResidentSession rs(ro);
+ResidentFigures measure_resident(const Graph& g, const SessionOptions& o, const Args& a) {
+  ResidentFigures f;
+  ResidentSession rs(resident_options(o, a.depth));
   rs.start();
-  const auto h = rs.add(g, po);
+  const auto h = rs.add(g, program_options(o));
   for (int i = 0; i < 200; ++i)
     rs.wait(rs.submit(h));
-  std::vector<double> round_trip, to_first, run;
   const auto t_depth1 = Clock::now();
   for (int i = 0; i < a.submissions; ++i) {
     const auto t0 = Clock::now();
     const ResidentResult r = rs.wait(rs.submit(h));
-    round_trip.push_back(us_since(t0));
-    to_first.push_back(static_cast<double>(static_cast<std::int64_t>(r.first_ns - r.submitted_ns)) * 1e-3);
-    run.push_back(static_cast<double>(r.done_ns - r.first_ns) * 1e-3);
+    f.round_trip.push_back(us_since(t0));
+    f.to_first.push_back(static_cast<double>(static_cast<std::int64_t>(r.first_ns - r.submitted_ns)) * 1e-3);
+    f.run.push_back(static_cast<double>(r.done_ns - r.first_ns) * 1e-3);
   }
-  const double rate1 = a.submissions / (us_since(t_depth1) * 1e-6);
+  f.rate1 = a.submissions / (us_since(t_depth1) * 1e-6);
   std::deque<ResidentSession::Ticket> in_flight;
   const auto t_depth = Clock::now();
   for (int i = 0; i < a.submissions; ++i) {
@@ -171,24 +174,45 @@ int serve_bench(const Args& a) {
   }
   for (const auto t : in_flight)
     rs.wait(t);
-  const double rate_d = a.submissions / (us_since(t_depth) * 1e-6);
-  const std::string describe = rs.describe();
-  const double uncertainty_us = static_cast<double>(rs.clock_uncertainty_ns()) * 1e-3;
+  f.rate_depth = a.submissions / (us_since(t_depth) * 1e-6);
+  f.describe = rs.describe();
+  f.uncertainty_us = static_cast<double>(rs.clock_uncertainty_ns()) * 1e-3;
   rs.stop();
+  // The program's own buffers after the last resident run against a plain run's.
+  Session check_session(g, o);
+  check_session.run();
+  for (std::size_t b = 0; b < g.buffers().size(); ++b)
+    if (!bit_identical(rs.download(h, g.buffers()[b].name), check_session.results()[b]))
+      throw gridflow::RuntimeError(
+          fmt::format("the resident runs left buffer '{}' different from a plain run's", g.buffers()[b].name));
+  return f;
+}
 
-  // The resident results against the references: the program's own buffers after the last run.
-  {
-    Session check_session(g, o);
-    check_session.run();
-    for (std::size_t b = 0; b < g.buffers().size(); ++b)
-      if (!bit_identical(rs.download(h, g.buffers()[b].name), check_session.results()[b]))
-        throw gridflow::RuntimeError(
-            fmt::format("the resident runs left buffer '{}' different from a plain run's", g.buffers()[b].name));
+// The p50 round trips the resident one is compared with: today's relaunch and the best lean pipeline (0: absent).
+struct BaselineP50 {
+  double relaunch = 0, best_lean = 0;
+};
+BaselineP50 baseline_p50(const std::vector<Row>& rows) {
+  BaselineP50 b;
+  for (const Row& r : rows) {
+    if (r.round_trip.n == 0)
+      continue;
+    if (r.path.starts_with("relaunch"))
+      b.relaunch = r.round_trip.p50;
+    else if (r.path.starts_with("lean") && (b.best_lean == 0 || r.round_trip.p50 < b.best_lean))
+      b.best_lean = r.round_trip.p50;
   }
+  return b;
+}
 
-  rows.insert(rows.begin(), Row{"resident submit + wait", percentiles(round_trip), describe});
-  const Percentiles first = percentiles(to_first), body = percentiles(run);
-  fmt::print("gridflow serve-bench {}: {} submissions, {}\n", a.graph, a.submissions, describe);
+int serve_bench(const Args& a) {
+  const Graph g = load_graph(a.graph);
+  const SessionOptions o = session_options(a.flags, a.graph);
+  std::vector<Row> rows = baselines(g, o, std::min(a.submissions, 5000));
+  const ResidentFigures f = measure_resident(g, o, a);
+  rows.insert(rows.begin(), Row{"resident submit + wait", percentiles(f.round_trip), f.describe});
+  const Percentiles first = percentiles(f.to_first), body = percentiles(f.run);
+  fmt::print("gridflow serve-bench {}: {} submissions, {}\n", a.graph, a.submissions, f.describe);
   fmt::print("{:<52} {:>10} {:>10} {:>10}\n", "host round trip, us", "p50", "p90", "p99");
   for (const Row& r : rows)
     if (r.round_trip.n == 0)
@@ -197,41 +221,33 @@ int serve_bench(const Args& a) {
       fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", r.path, r.round_trip.p50, r.round_trip.p90,
                  r.round_trip.p99, r.note);
   fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}  (device clock on the host's, +-{:.2f} us)\n",
-             "resident submit to first block, us", first.p50, first.p90, first.p99, uncertainty_us);
+             "resident submit to first block, us", first.p50, first.p90, first.p99, f.uncertainty_us);
   fmt::print("{:<52} {:>10.2f} {:>10.2f} {:>10.2f}\n", "resident run, first block to last, us", body.p50, body.p90,
              body.p99);
-  fmt::print("resident throughput: {:.0f} submissions/s at depth 1, {:.0f} at depth {}\n", rate1, rate_d, a.depth);
-  // Ratios (p50) against today's relaunch and against the best lean pipeline, what a user would run instead.
+  fmt::print("resident throughput: {:.0f} submissions/s at depth 1, {:.0f} at depth {}\n", f.rate1, f.rate_depth,
+             a.depth);
   const double resident_p50 = rows[0].round_trip.p50;
-  double relaunch_p50 = 0, best_lean_p50 = 0;
-  for (const Row& r : rows) {
-    if (r.round_trip.n == 0)
-      continue;
-    if (r.path.starts_with("relaunch"))
-      relaunch_p50 = r.round_trip.p50;
-    else if (r.path.starts_with("lean") && (best_lean_p50 == 0 || r.round_trip.p50 < best_lean_p50))
-      best_lean_p50 = r.round_trip.p50;
-  }
-  if (relaunch_p50 > 0 && resident_p50 > 0)
-    fmt::print("resident vs relaunch (p50): {:.2f}x\n", relaunch_p50 / resident_p50);
-  if (best_lean_p50 > 0 && resident_p50 > 0)
-    fmt::print("resident vs the best lean CUDA Graph (p50): {:.2f}x\n", best_lean_p50 / resident_p50);
+  const BaselineP50 base = baseline_p50(rows);
+  if (base.relaunch > 0 && resident_p50 > 0)
+    fmt::print("resident vs relaunch (p50): {:.2f}x\n", base.relaunch / resident_p50);
+  if (base.best_lean > 0 && resident_p50 > 0)
+    fmt::print("resident vs the best lean CUDA Graph (p50): {:.2f}x\n", base.best_lean / resident_p50);
 
   if (!a.json.empty()) {
     nlohmann::json doc = {{"gridflow", build_info_json()},
                           {"graph", a.graph},
                           {"submissions", a.submissions},
                           {"depth", a.depth},
-                          {"config", describe},
+                          {"config", f.describe},
                           {"submit_to_first_block_p50_us", first.p50},
                           {"submit_to_first_block_p90_us", first.p90},
                           {"submit_to_first_block_p99_us", first.p99},
-                          {"clock_uncertainty_us", uncertainty_us},
+                          {"clock_uncertainty_us", f.uncertainty_us},
                           {"run_p50_us", body.p50},
-                          {"throughput_depth1_per_s", rate1},
-                          {"throughput_depth_per_s", rate_d},
-                          {"resident_vs_relaunch_p50", ratio_or_null(relaunch_p50, resident_p50)},
-                          {"resident_vs_best_lean_p50", ratio_or_null(best_lean_p50, resident_p50)},
+                          {"throughput_depth1_per_s", f.rate1},
+                          {"throughput_depth_per_s", f.rate_depth},
+                          {"resident_vs_relaunch_p50", ratio_or_null(base.relaunch, resident_p50)},
+                          {"resident_vs_best_lean_p50", ratio_or_null(base.best_lean, resident_p50)},
                           {"rows", nlohmann::json::array()}};
     for (const Row& r : rows)
       doc["rows"].push_back(to_json(r));
