@@ -26,9 +26,9 @@ enum class Scratch : std::uint8_t {
   count_rows_ready, // one row of `param` i32 counts per tile, then one 64-bit ready word per tile
 };
 
-// What a descriptor's tile size must be: anything (row counts, element chunks), whole register chunks of
-// threads x scan items (several per tile), or exactly one chunk.
-enum class TileRule : std::uint8_t { any, whole_chunks, one_chunk };
+// What a descriptor's tile size must be: anything (row counts, element chunks) or whole register chunks of
+// threads x scan items (one or several per tile).
+enum class TileRule : std::uint8_t { any, whole_chunks };
 
 // The `param` a descriptor carries as a bin count, and its bound.
 enum class BinsRule : std::uint8_t { none, histogram, scatter };
@@ -64,7 +64,7 @@ inline constexpr OpTraits kOpTable[] = {
     {"noop",          false, false, false, false, false, false, false, AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       0},
     {"histogram",     false, true,  false, false, true,  false, true,  AuxUse::none,  Scratch::count_rows,       TileRule::any,          BinsRule::histogram,  0},
     {"scatter",       false, true,  false, true,  false, false, true,  AuxUse::read,  Scratch::count_rows_ready, TileRule::any,          BinsRule::scatter,    0},
-    {"select",        false, true,  false, true,  true,  false, true,  AuxUse::write, Scratch::lookback,         TileRule::one_chunk,    BinsRule::none,       0},
+    {"select",        false, true,  false, true,  true,  false, true,  AuxUse::write, Scratch::lookback,         TileRule::whole_chunks, BinsRule::none,       0},
     {"map",           false, false, true,  false, false, false, true,  AuxUse::none,  Scratch::none,             TileRule::any,          BinsRule::none,       5},
 };
 // clang-format on
@@ -99,8 +99,6 @@ inline constexpr std::uint32_t kSharedStateOps =
     detail::op_mask([](const OpTraits& t) { return t.scratch != Scratch::none; });
 inline constexpr std::uint32_t kWholeChunkOps =
     detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::whole_chunks; });
-inline constexpr std::uint32_t kOneChunkOps =
-    detail::op_mask([](const OpTraits& t) { return t.tile_rule == TileRule::one_chunk; });
 inline constexpr std::uint32_t kHistogramBinOps =
     detail::op_mask([](const OpTraits& t) { return t.bins == BinsRule::histogram; });
 // TaskDesc::fn's bound per opcode, four bits each (device code shifts; no table load).
@@ -147,8 +145,6 @@ GRIDFLOW_HOST_DEVICE constexpr DescriptorCheck check_descriptor(const TaskDesc& 
   if (op_has(kAuxOps, op) && t.aux_buffer >= num_buffers)
     return {false, DescriptorField::buffer};
   if (op_has(kWholeChunkOps, op) && (t.tile_size <= 0 || t.tile_size % chunk != 0))
-    return {false, DescriptorField::tile_size};
-  if (op_has(kOneChunkOps, op) && t.tile_size != chunk)
     return {false, DescriptorField::tile_size};
   if (op_has(kHistogramBinOps, op) && (t.param == 0 || t.param > histogram_max_bins))
     return {false, DescriptorField::bins};

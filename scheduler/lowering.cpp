@@ -61,14 +61,18 @@ std::int64_t tile_size_for(const TaskDesc& d, const LoweringOptions& o) {
     const std::int64_t want = std::max(p.reduce_min_tile, ceil_div(std::max<std::int64_t>(items, 1), spread));
     return std::min(ceil_div(want, 1024) * 1024, std::max(p.max_tile_elements, p.reduce_min_tile));
   }
-  case Opcode::scan_all: {
-    // Several chunks per tile once the task has them to spare: one look-back per tile instead of per chunk.
+  case Opcode::scan_all:
+  case Opcode::select: {
+    // Several chunks per tile once the task has them to spare: one look-back per tile instead of per chunk. A
+    // select tile also fits the copy ring, so its second pass reads the tile from shared memory.
     const std::int64_t chunk = std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
     const std::int64_t chunks = ceil_div(std::max<std::int64_t>(items, 1), chunk * spread);
-    return chunk * std::clamp<std::int64_t>(chunks, 1, std::max<std::uint32_t>(p.scan_chunks_per_tile, 1));
+    std::int64_t most = std::max<std::uint32_t>(p.scan_chunks_per_tile, 1);
+    if (d.opcode == static_cast<std::uint32_t>(Opcode::select))
+      most = std::clamp<std::int64_t>(kernels::stream_ring_bytes(static_cast<int>(o.threads_per_block)) / (chunk * 4),
+                                      1, most);
+    return chunk * std::clamp<std::int64_t>(chunks, 1, most);
   }
-  case Opcode::select:
-    return std::int64_t{o.threads_per_block} * p.scan_items_per_thread;
   case Opcode::histogram:
   case Opcode::scatter: {
     // At most about one tile per block: the histogram's last tile folds one count row per tile, and each scatter

@@ -25,6 +25,12 @@ template <int THREADS, int ITEMS, class T> struct StripedScanStorage {
   T warp_totals[THREADS / 32];
 };
 
+// A select chunk's shared memory: the kept elements gathered in order, and the warps' kept counts.
+template <int THREADS, int ITEMS, class T> struct SelectChunkStorage {
+  alignas(16) T staged[THREADS * ITEMS];
+  int warp_counts[THREADS / 32];
+};
+
 template <int THREADS, int ITEMS = scan_items_for(THREADS)> struct ScanStorage {
   union {
     typename cub::BlockLoad<float, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>::TempStorage load_f32;
@@ -33,6 +39,8 @@ template <int THREADS, int ITEMS = scan_items_for(THREADS)> struct ScanStorage {
     typename cub::BlockScan<std::int32_t, THREADS>::TempStorage scan_i32;
     StripedScanStorage<THREADS, ITEMS, float> striped_f32;
     StripedScanStorage<THREADS, ITEMS, std::int32_t> striped_i32;
+    SelectChunkStorage<THREADS, ITEMS, float> select_f32;
+    SelectChunkStorage<THREADS, ITEMS, std::int32_t> select_i32;
   };
 };
 
@@ -56,6 +64,12 @@ template <int THREADS, int ITEMS, class T> struct ScanTypes {
       return s.striped_f32;
     else
       return s.striped_i32;
+  }
+  template <class S> __device__ static auto& select(S& s) {
+    if constexpr (cuda::std::is_same_v<T, float>)
+      return s.select_f32;
+    else
+      return s.select_i32;
   }
 };
 
@@ -151,6 +165,71 @@ __device__ __forceinline__ void striped_scan_chunk(Op op, bool exclusive, const 
         store(out + e + 3, y.w);
     }
   }
+}
+
+// Compacts one chunk: the elements of src (src.n <= THREADS * ITEMS, read warp-striped as striped_scan_chunk reads
+// them) for which keep(x) holds go, in order, to out[start, start + kept), where start = prefix(kept) - called by
+// every thread with the chunk's kept count; it may block-synchronise. They gather in s.staged first and leave in
+// coalesced runs. Returns start + kept (where the next chunk's elements go). src may alias s.staged (stage_chunk's
+// copy in the same union): every element is in registers before the first barrier. Every thread of the block calls
+// it; it contains two block barriers (plus any in prefix); a block barrier must separate it from the next use of s.
+template <int THREADS, int ITEMS, class T, class Tail, class Keep, class Prefix>
+__device__ __forceinline__ int striped_select_chunk(const ChunkSource<T, Tail>& src, Keep keep, T* out, Prefix& prefix,
+                                                    SelectChunkStorage<THREADS, ITEMS, T>& s) {
+  static_assert(ITEMS % 4 == 0 && sizeof(T) == 4);
+  constexpr int R = ITEMS / 4, kWarps = THREADS / 32;
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  T x[R][4];
+  unsigned mask[R]; // bit k: element k of the lane's group r is kept
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int e = ((warp * R + r) * 32 + lane) * 4;
+    if (e + 4 <= src.vec_end) {
+      const auto v = reinterpret_cast<const typename Vec4<T>::type*>(src.vec)[e / 4];
+      x[r][0] = v.x, x[r][1] = v.y, x[r][2] = v.z, x[r][3] = v.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        x[r][k] = e + k < src.vec_end ? src.vec[e + k] : e + k < src.n ? src.tail(e + k) : T(0);
+    }
+    mask[r] = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      mask[r] |= (e + k < src.n && keep(x[r][k]) ? 1u : 0u) << k;
+  }
+  // Positions within the chunk: lanes before in the row, rows before in the warp, warps before in the block.
+  int before[R];
+  int warp_total = 0;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int n = __popc(mask[r]);
+    const int inclusive = warp_inclusive_scan(n, Sum{});
+    before[r] = warp_total + inclusive - n;
+    warp_total += __shfl_sync(0xffffffffu, inclusive, 31);
+  }
+  if (lane == 0)
+    s.warp_counts[warp] = warp_total;
+  __syncthreads(); // every thread's elements are in registers (src may be s.staged) and the warps' counts are in
+  int warps_before = 0, total = 0;
+#pragma unroll
+  for (int k = 0; k < kWarps; ++k) {
+    const int t = s.warp_counts[k];
+    warps_before += k < warp ? t : 0;
+    total += t;
+  }
+  const int start = prefix(total);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    int p = warps_before + before[r];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (mask[r] >> k & 1u)
+        s.staged[p++] = x[r][k];
+  }
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < total; i += THREADS)
+    out[start + i] = s.staged[i];
+  return start + total;
 }
 
 // Copies in[0, n) (n <= THREADS * ITEMS) into the chunk's staging buffer through `load` (one element per thread per

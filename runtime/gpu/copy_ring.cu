@@ -26,6 +26,7 @@ template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
   case program::Opcode::reduce_rows:
     return t.cols > kernels::kWarpReduceRowMaxCols ? row_bytes : 0;
   case program::Opcode::scan_all: // several chunks: a streamed reduce first, then the chunks from the ring
+  case program::Opcode::select:   // several chunks: a streamed count first, then the chunks from the ring
     return t.tile_size > std::int64_t{THREADS} * kernels::scan_items_for(THREADS) ? tile_bytes : 0;
   case program::Opcode::softmax_rows:
     if (t.cols <= kernels::kShortRowMaxCols) // warps with two rows or more stage them

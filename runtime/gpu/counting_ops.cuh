@@ -110,45 +110,74 @@ template <int THREADS> __device__ void scatter_tile(TileContext<THREADS> c) {
   }
 }
 
+// A select tile is whole chunks of THREADS * scan_items elements, each compacted warp-striped
+// (kernels::striped_select_chunk). One chunk: a single pass, read as 16-byte groups straight from global memory (or
+// staged through shared memory when misaligned), its start from the look-back. Several: the tile's kept count first
+// (streamed through the ring, which keeps the whole tile when it fits: the lowering sizes select tiles to fit), then
+// the look-back, then the chunks in order with a running start, read from the ring (else again from global memory,
+// meant to hit the L2). The last tile writes the count.
 template <int THREADS, class T> __device__ void select_tile(TileContext<THREADS> c) {
-  constexpr int ITEMS = scan_items(THREADS);
-  using Types = kernels::ScanTypes<THREADS, ITEMS, T>;
-  using IntScan = cub::BlockScan<int, THREADS>;
+  constexpr int kItems = scan_items(THREADS);
+  constexpr long long kChunk = static_cast<long long>(THREADS) * kItems;
+  using Types = kernels::ScanTypes<THREADS, kItems, T>;
   const program::ItemRange items = program::tile_items(c.task(), c.index);
-  const int valid = static_cast<int>(items.size());
   const auto cmp = static_cast<CmpFn>(c.task().param);
   const T threshold = from_bits<T>(c.task().consts[0]);
-  T x[ITEMS];
-  int keep[ITEMS];
-  typename Types::Load(Types::load(c.s().scan)).Load(c.template in<T>() + items.begin, x, valid, T(0));
-#pragma unroll
-  for (int j = 0; j < ITEMS; ++j) {
-    const int i = static_cast<int>(threadIdx.x) * ITEMS + j; // blocked arrangement
-    keep[j] = i < valid && kernels::select_keep(cmp, x[j], threshold) ? 1 : 0;
+  const auto keep = [cmp, threshold](T v) { return kernels::select_keep(cmp, v, threshold); };
+  const kernels::PlainLoad load{};
+  const T* in = c.template in<T>() + items.begin;
+  T* out = c.template out<T>();
+  auto& s = Types::select(c.s().scan);
+  const auto source = [&](const T* chunk_in, const T* vec, int vec_end, int m) {
+    const auto tail = [chunk_in, load](int e) { return load(chunk_in + e); };
+    return kernels::ChunkSource<T, decltype(tail)>{vec, vec_end, m, tail};
+  };
+  const auto global_source = [&](const T* chunk_in, int m) {
+    if (aligned16(chunk_in))
+      return source(chunk_in, chunk_in, m & ~3, m);
+    kernels::stage_chunk<THREADS, kItems>(chunk_in, m, load, Types::striped(c.s().scan)); // into s.staged
+    return source(chunk_in, s.staged, m, m);
+  };
+  auto* words = reinterpret_cast<std::uint64_t*>(c.scratch());
+  int end = 0;
+  if (c.task().tile_size == kChunk) {
+    BlockLookback<int, kernels::Sum> prefix{{&c.site(), words, c.task().num_tiles, c.index, c.epoch, kernels::Sum{}},
+                                            &c.s().carry};
+    end = kernels::striped_select_chunk<THREADS, kItems>(global_source(in, static_cast<int>(items.size())), keep, out,
+                                                         prefix, s);
+  } else {
+    const kernels::BlockStream<THREADS> stream = c.stream();
+    kernels::RingSpan<T> span{};
+    const bool resident =
+        kernels::streamed_range_stays_in_ring<THREADS, T, kernels::PlainLoad>(in, items.size(), stream, span) &&
+        span.head == 0;
+    int kept = 0;
+    kernels::for_each_owned_streamed<THREADS>(in, items.size(), load, &stream,
+                                              [&](long long, T v) { kept += keep(v) ? 1 : 0; });
+    kept = kernels::block_reduce<THREADS>(kept, kernels::Sum{}, c.s().reduce); // in thread 0
+    __syncthreads(); // the count's reads of the ring and its phases are done
+    if (threadIdx.x < 32) {
+      LookbackPrefix<int, kernels::Sum> lookback{&c.site(), words,   c.task().num_tiles,
+                                                 c.index,   c.epoch, kernels::Sum{}};
+      const int prefix = lookback(__shfl_sync(0xffffffffu, kept, 0));
+      if (threadIdx.x == 0)
+        c.s().carry = to_bits(prefix);
+    }
+    __syncthreads();
+    kernels::RunningCarry<int, kernels::Sum> start{from_bits<int>(c.s().carry), kernels::Sum{}};
+    for (long long base = 0; base < items.size(); base += kChunk) {
+      const int m = static_cast<int>(items.size() - base < kChunk ? items.size() - base : kChunk);
+      const T* chunk_in = in + base;
+      if (resident) {
+        const long long in_ring = span.end - base < 0 ? 0 : span.end - base;
+        end = kernels::striped_select_chunk<THREADS, kItems>(
+            source(chunk_in, span.ring + base, static_cast<int>(in_ring < m ? in_ring : m), m), keep, out, start, s);
+      } else {
+        end = kernels::striped_select_chunk<THREADS, kItems>(global_source(chunk_in, m), keep, out, start, s);
+      }
+      __syncthreads(); // the chunk's reads of its storage are done
+    }
   }
-  __syncthreads();
-  int pos[ITEMS];
-  LookbackPrefix<int, kernels::Sum> prefix{
-      &c.site(), reinterpret_cast<std::uint64_t*>(c.scratch()), c.task().num_tiles, c.index, c.epoch, kernels::Sum{}};
-  IntScan(c.s().scan.scan_i32).ExclusiveScan(keep, pos, kernels::Sum{}, prefix);
-  // The kept elements gather in shared memory in order, then leave in coalesced runs: thread 0's first position is
-  // the tile's start (its exclusive scan begins with the look-back's prefix), the last thread's last position plus
-  // its keep the tile's end.
-  if (threadIdx.x == 0)
-    c.s().carry = static_cast<std::uint32_t>(pos[0]);
-  if (threadIdx.x == THREADS - 1)
-    c.s().flag = pos[ITEMS - 1] + keep[ITEMS - 1];
-  __syncthreads(); // the scan is done with its storage; start and end are published
-  const int start = static_cast<int>(c.s().carry), end = c.s().flag;
-  T* staged = Types::striped(c.s().scan).staging;
-#pragma unroll
-  for (int j = 0; j < ITEMS; ++j)
-    if (keep[j])
-      staged[pos[j] - start] = x[j];
-  __syncthreads();
-  T* out = c.template out<T>() + start;
-  for (int i = static_cast<int>(threadIdx.x); i < end - start; i += THREADS)
-    out[i] = staged[i];
   if (c.index + 1 == c.task().num_tiles && threadIdx.x == 0) {
     auto* count = c.template aux<std::int32_t>();
     *count = end;

@@ -67,7 +67,7 @@ std::vector<BadDescriptor> bad_descriptors() {
   v.push_back(
       corrupt("scan tile of a partial chunk", DescriptorField::tile_size, "scan", [](auto& t) { t.tile_size += 1; }));
   v.push_back(
-      corrupt("select tile of two chunks", DescriptorField::tile_size, "keep", [](auto& t) { t.tile_size *= 2; }));
+      corrupt("select tile of a partial chunk", DescriptorField::tile_size, "keep", [](auto& t) { t.tile_size -= 1; }));
   v.push_back(corrupt("histogram of no bins", DescriptorField::bins, "hist", [](auto& t) { t.param = 0; }));
   v.push_back(corrupt("histogram of 5000 bins", DescriptorField::bins, "hist", [](auto& t) { t.param = 5000; }));
   v.push_back(corrupt("scatter of 2000 bins", DescriptorField::bins, "place", [](auto& t) { t.param = 2000; }));
