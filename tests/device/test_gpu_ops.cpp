@@ -1,5 +1,6 @@
 // Every op on the GPU against the float64 references, at the edge sizes, in every sync mode; outputs poisoned
 // before each run; results bit-identical across modes and across repeated runs.
+#include "kernels/tile_shapes.hpp"
 #include "tests/common/counting_graphs.hpp"
 #include "tests/common/map_graphs.hpp"
 #include "tests/device/gpu_fixture.hpp"
@@ -435,6 +436,30 @@ TEST_F(GpuOps, CountingOpsEveryBlockSizeMatchesTheCpu) {
     s.run();
     std::string which;
     EXPECT_TRUE(same_bits(ref.results(), s.results(), &which)) << "threads " << threads << " buffer " << which;
+  }
+}
+
+// Select tiles of several chunks (waves = 1 leaves the task chunks to spare, more per block than the ring holds): the
+// tile's count streamed through the ring, then its chunks compacted from there (16-byte aligned views) or read again
+// from global memory (a view off 16 bytes), at each block size's ring; f32 and i32, a last chunk of a few elements.
+TEST_F(GpuOps, SelectTilesOfSeveralChunksEveryMode) {
+  TilePolicy tiles;
+  tiles.waves = 1;
+  for (std::uint32_t threads : {128u, 256u, 1024u}) {
+    const std::int64_t chunk = std::int64_t{threads} * kernels::scan_items_for(static_cast<int>(threads));
+    const std::int64_t n = 5 * chunk * 132 * 2 + 6;
+    SCOPED_TRACE("threads " + std::to_string(threads) + " n " + std::to_string(n));
+    Graph g("select-chunks");
+    g.add_buffer("x", DType::f32, {n + 1}, InitUniform{-1, 1, static_cast<std::uint64_t>(n)});
+    g.add_buffer("k", DType::i32, {n}, InitUniform{-50, 50, static_cast<std::uint64_t>(n) + 1});
+    for (const char* out : {"kept", "kept_off", "hits"}) {
+      g.add_buffer(out, std::string(out) == "hits" ? DType::i32 : DType::f32, {n});
+      g.add_buffer(std::string(out) + "_n", DType::i32, {1});
+    }
+    g.select("aligned", ViewSpec::range("x", 0, n), "kept", "kept_n", CmpFn::gt, 0.25);
+    g.select("off16", ViewSpec::range("x", 1, n), "kept_off", "kept_off_n", CmpFn::le, -0.5);
+    g.select("keys", "k", "hits", "hits_n", CmpFn::ne, 7);
+    every_mode(g, threads, tiles);
   }
 }
 

@@ -1,4 +1,5 @@
 // Lowering: tiling policy, dependency lowering per mode, levels, arena layout, static schedules.
+#include "kernels/tile_shapes.hpp"
 #include "runtime/lean_program.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
@@ -93,6 +94,29 @@ TEST(Lowering, ScanTilesGrowByWholeChunks) {
       for (const auto& t : p.tasks)
         EXPECT_EQ(t.num_tiles, (program::task_items(t) + t.tile_size - 1) / t.tile_size);
     }
+}
+
+// select tiles grow like scan tiles, but no further than the copy ring holds (the tile's second pass reads it
+// from there): 4 chunks at 256 and 1024 threads, 5 at 128.
+TEST(Lowering, SelectTilesGrowByWholeChunksUpToTheRing) {
+  Graph g("selects");
+  for (std::int64_t n : {std::int64_t{100000}, std::int64_t{1} << 28}) {
+    const std::string name = std::to_string(n);
+    g.add_buffer("v" + name, DType::f32, {n}, InitUniform{});
+    g.add_buffer("k" + name, DType::f32, {n});
+    g.add_buffer("n" + name, DType::i32, {1});
+    g.select("select" + name, "v" + name, "k" + name, "n" + name, CmpFn::gt, 0.0);
+  }
+  LoweringOptions o;
+  o.grid_blocks = 264;
+  for (const auto& [threads, ring_chunks] : {std::pair{128u, 5}, std::pair{256u, 4}, std::pair{1024u, 4}}) {
+    o.threads_per_block = threads;
+    o.tiles.scan_items_per_thread = kernels::scan_items_for(static_cast<int>(threads));
+    const std::int64_t chunk = std::int64_t{threads} * o.tiles.scan_items_per_thread;
+    const LoweredProgram p = lower(g, analyze(g), o);
+    EXPECT_EQ(p.tasks[0].tile_size, chunk) << threads;               // a few chunks: one per tile
+    EXPECT_EQ(p.tasks[1].tile_size, chunk * ring_chunks) << threads; // thousands: what the ring holds
+  }
 }
 
 TEST(Lowering, EveryItemIsCoveredExactlyOnce) {
