@@ -463,6 +463,23 @@ TEST_F(GpuOps, SelectTilesOfSeveralChunksEveryMode) {
   }
 }
 
+// The smallest select with tiles of several chunks at 256 threads (two per tile at one block per SM), for the
+// sanitizers: the ring-resident and the re-read chunks.
+TEST_F(GpuOps, SelectTilesOfSeveralChunksSmall) {
+  TilePolicy tiles;
+  tiles.waves = 1;
+  const std::int64_t n = 2 * 4096 * 132 - 1000;
+  Graph g("select-chunks-small");
+  g.add_buffer("x", DType::f32, {n + 1}, InitUniform{-1, 1, 91});
+  g.add_buffer("kept", DType::f32, {n});
+  g.add_buffer("kept_n", DType::i32, {1});
+  g.add_buffer("kept_off", DType::f32, {n});
+  g.add_buffer("kept_off_n", DType::i32, {1});
+  g.select("aligned", ViewSpec::range("x", 0, n), "kept", "kept_n", CmpFn::gt, 0.0);
+  g.select("off16", ViewSpec::range("x", 1, n), "kept_off", "kept_off_n", CmpFn::lt, 0.5);
+  every_mode(g, 256, tiles, 1);
+}
+
 // Small enough for the sanitizers (scripts/gpu-check.sh runs it under memcheck, racecheck and synccheck).
 TEST_F(GpuOps, CountingOpsSmall) {
   every_mode(testing::counting_graph(20000, 64, 23));
