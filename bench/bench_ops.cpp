@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
+
 using namespace gridflow;
 using namespace gridflow::bench;
 
@@ -42,7 +45,7 @@ Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int r
 
 } // namespace
 
-// Sections (--only): reduce, scan, rowreduce, select, map, histogram, softmax. The "vs CUB" column is the
+// Sections (--only): reduce, scan, rowreduce, select, scatter, map, histogram, softmax. The "vs CUB" column is the
 // baseline's time over gridflow's (CUB's; for map the lean kernel's).
 int main(int argc, char** argv) {
   const Args args = Args::parse(argc, argv);
@@ -143,8 +146,49 @@ int main(int argc, char** argv) {
     g.add_buffer("y", DType::f32, {m});
     g.add_buffer("n", DType::i32, {1});
     g.select("compact", "x", "y", "n", CmpFn::gt, threshold);
-    const Timed t = time_graph(g, 256, 2, reps, true);
-    row(what, shape, "gridflow 256x2/SM", t.ms, bytes, cub_ms, t.check);
+    // Chunks per select tile: 1 is one look-back per chunk; 4 (the default at 256 threads: what the ring holds)
+    // counts the tile streamed through the ring, looks back once and compacts the chunks from the ring.
+    for (const std::uint32_t chunks : {1u, 4u}) {
+      TilePolicy tiles;
+      tiles.scan_chunks_per_tile = chunks;
+      const Timed t = time_graph(g, 256, 2, reps, true, tiles);
+      row(what, shape, fmt::format("gridflow 256x2/SM {}ch", chunks), t.ms, bytes, cub_ms, t.check);
+    }
+  }
+  // Stable grouping of 2^26 keys by bin (MoE routing's dispatch): gridflow's histogram -> exclusive scan -> scatter
+  // graph against cub::DeviceRadixSort::SortPairs of (key, index) over ceil(log2(bins)) bits, the same permutation
+  // (compared before timing); bytes: the keys read and the indices written.
+  for (const int bins : {64, 1024}) {
+    if (!args.runs("scatter"))
+      break;
+    const long long m = 1LL << 26;
+    Graph g("scatter");
+    g.add_buffer("k", DType::i32, {m}, InitUniform{0, static_cast<double>(bins - 1), 9});
+    g.add_buffer("c", DType::i32, {bins});
+    g.add_buffer("o", DType::i32, {bins});
+    g.add_buffer("p", DType::i32, {m});
+    g.histogram("count", "k", "c");
+    g.scan("offsets", "c", "o", ScanFn::sum, /*exclusive=*/true);
+    g.scatter("group", "k", "o", "p");
+    SessionOptions o;
+    o.backend = Backend::gpu;
+    o.mode = SyncMode::flags;
+    o.blocks_per_sm = 2;
+    Session s(g, o);
+    s.run();
+    const CheckReport c = s.check();
+    if (!c.passed)
+      throw std::runtime_error("check failed before timing: " + c.summary());
+    std::vector<std::int32_t> grouped;
+    const int bits = std::bit_width(static_cast<unsigned>(bins - 1));
+    const double cub_ms = stat_of(time_cub_sort_pairs(s.initial()[0].i32(), bits, 3, reps, &grouped)).median;
+    const auto perm = s.results()[3].i32();
+    if (!std::equal(perm.begin(), perm.end(), grouped.begin(), grouped.end()))
+      throw std::runtime_error("gridflow's grouping differs from cub::DeviceRadixSort::SortPairs'");
+    const double ms = median_run_ms(s, reps);
+    const std::string what = fmt::format("group by {} bins i32", bins);
+    row(what, "2^26", fmt::format("cub::DeviceRadixSort {} bits", bits), cub_ms, 8.0 * m, 0, "");
+    row(what, "2^26", "gridflow 256x2/SM", ms, 8.0 * m, cub_ms, c.summary());
   }
   // The elementwise map of n floats (tanh(2x - 0.5)) vs the lean grid-stride kernel a CUDA engineer writes
   // (baselines/lean_kernels.cuh) on the same buffers, checked against the same float64 reference first.

@@ -138,7 +138,8 @@ std::vector<double> time_cub_select_gt(std::span<const float> x, float threshold
   return ms;
 }
 
-std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int key_bits, int warmup, int reps) {
+std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int key_bits, int warmup, int reps,
+                                        std::vector<std::int32_t>* grouped) {
   const auto n = static_cast<long long>(keys.size());
   std::vector<std::int32_t> index(keys.size());
   for (std::size_t i = 0; i < index.size(); ++i)
@@ -154,6 +155,10 @@ std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int 
   std::vector<double> ms = time_calls(warmup, reps, [&] {
     GRIDFLOW_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(t.p, t.bytes, k_in, k_out, v_in, v_out, n, 0, key_bits));
   });
+  if (grouped != nullptr) {
+    grouped->resize(keys.size());
+    GRIDFLOW_CUDA_CHECK(cudaMemcpy(grouped->data(), v_out, keys.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  }
   for (int* p : {k_in, k_out, v_in, v_out})
     free_device(p);
   return ms;

@@ -29,7 +29,8 @@ int* device_keys(long long n, int bins, std::uint64_t seed);
 // The same CUB calls on host data (uploaded once, not timed), for the examples' side-by-side tables.
 std::vector<double> time_cub_select_gt(std::span<const float> x, float threshold, int warmup, int reps);
 // cub::DeviceRadixSort::SortPairs of (key, index) over the low `key_bits` bits: the stable grouping of indices by
-// key that histogram -> exclusive scan -> scatter computes.
-std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int key_bits, int warmup, int reps);
+// key that histogram -> exclusive scan -> scatter computes. `grouped`, when given, receives the sorted indices.
+std::vector<double> time_cub_sort_pairs(std::span<const std::int32_t> keys, int key_bits, int warmup, int reps,
+                                        std::vector<std::int32_t>* grouped = nullptr);
 
 } // namespace gridflow::bench
