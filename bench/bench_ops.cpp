@@ -22,23 +22,30 @@ struct Timed {
   std::string check;
 };
 
-Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int reps, bool check,
-                 const TilePolicy& tiles = {}) {
+// Every measured configuration: the GPU backend in flags mode.
+SessionOptions gpu_options(std::uint32_t threads, std::uint32_t bps, const TilePolicy& tiles = {}) {
   SessionOptions o;
   o.tiles = tiles;
   o.backend = Backend::gpu;
   o.mode = SyncMode::flags;
   o.threads_per_block = threads;
   o.blocks_per_sm = bps;
-  Session s(g, o);
+  return o;
+}
+
+// The session's check against the float64 references; throws before anything is timed when it fails.
+std::string checked(Session& s) {
+  const CheckReport c = s.check();
+  if (!c.passed)
+    throw std::runtime_error("check failed before timing: " + c.summary());
+  return c.summary();
+}
+
+Timed time_graph(const Graph& g, std::uint32_t threads, std::uint32_t bps, int reps, bool check,
+                 const TilePolicy& tiles = {}) {
+  Session s(g, gpu_options(threads, bps, tiles));
   s.run();
-  Timed t{0, check, ""};
-  if (check) {
-    const CheckReport c = s.check();
-    t.check = c.summary();
-    if (!c.passed)
-      throw std::runtime_error("check failed before timing: " + c.summary());
-  }
+  Timed t{0, check, check ? checked(s) : ""};
   t.ms = median_run_ms(s, reps);
   return t;
 }
@@ -170,15 +177,9 @@ int main(int argc, char** argv) {
     g.histogram("count", "k", "c");
     g.scan("offsets", "c", "o", ScanFn::sum, /*exclusive=*/true);
     g.scatter("group", "k", "o", "p");
-    SessionOptions o;
-    o.backend = Backend::gpu;
-    o.mode = SyncMode::flags;
-    o.blocks_per_sm = 2;
-    Session s(g, o);
+    Session s(g, gpu_options(256, 2));
     s.run();
-    const CheckReport c = s.check();
-    if (!c.passed)
-      throw std::runtime_error("check failed before timing: " + c.summary());
+    const std::string check = checked(s);
     std::vector<std::int32_t> grouped;
     const int bits = std::bit_width(static_cast<unsigned>(bins - 1));
     const double cub_ms = stat_of(time_cub_sort_pairs(s.initial()[0].i32(), bits, 3, reps, &grouped)).median;
@@ -188,7 +189,7 @@ int main(int argc, char** argv) {
     const double ms = median_run_ms(s, reps);
     const std::string what = fmt::format("group by {} bins i32", bins);
     row(what, "2^26", fmt::format("cub::DeviceRadixSort {} bits", bits), cub_ms, 8.0 * m, 0, "");
-    row(what, "2^26", "gridflow 256x2/SM", ms, 8.0 * m, cub_ms, c.summary());
+    row(what, "2^26", "gridflow 256x2/SM", ms, 8.0 * m, cub_ms, check);
   }
   // The elementwise map of n floats (tanh(2x - 0.5)) vs the lean grid-stride kernel a CUDA engineer writes
   // (baselines/lean_kernels.cuh) on the same buffers, checked against the same float64 reference first.
@@ -197,21 +198,15 @@ int main(int argc, char** argv) {
     g.add_buffer("x", DType::f32, {n}, InitUniform{-3, 3, 8});
     g.add_buffer("y", DType::f32, {n});
     g.map("act", "x", "y", MapFn::tanh, 2.0, -0.5);
-    SessionOptions o;
-    o.backend = Backend::gpu;
-    o.mode = SyncMode::flags;
-    o.blocks_per_sm = 2;
-    Session s(g, o);
+    Session s(g, gpu_options(256, 2));
     s.run();
-    const CheckReport c = s.check();
-    if (!c.passed)
-      throw std::runtime_error("check failed before timing: " + c.summary());
+    const std::string check = checked(s);
     const double ms = median_run_ms(s, reps);
     const LeanResult lean = lean_baseline(s, 3, reps);
     if (!lean.ran)
       throw std::runtime_error("the lean map baseline did not run: " + lean.why);
     row("map tanh f32", vec, fmt::format("lean kernel ({})", lean.best_name()), lean.best_ms(), 8.0 * n, 0, "");
-    row("map tanh f32", vec, "gridflow 256x2/SM", ms, 8.0 * n, lean.best_ms(), c.summary());
+    row("map tanh f32", vec, "gridflow 256x2/SM", ms, 8.0 * n, lean.best_ms(), check);
   }
   // Histogram of 2^28 uniform keys into 1 (every key in one bin), 64 (MoE routing counts), 1024 and 4096 bins vs
   // cub::DeviceHistogram::HistogramEven.
