@@ -2,6 +2,8 @@
 // reads --calibration FILE), then predicts and measures every sync mode and schedule of every example graph, every
 // bench graph of at most 2^27 elements and random DAGs (none of them a calibration shape), and prints each
 // configuration's error with the median and 90th percentile of the absolute errors, overall and per graph.
+// With --measured RESULTS (the JSON an earlier run wrote) it measures nothing and needs no GPU: it predicts again, for
+// the GPU the calibration names, against the measurements recorded there (how a change to the model is checked).
 #include "bench/bench_common.hpp"
 #include "scheduler/json_format.hpp"
 #include "scheduler/predict.hpp"
@@ -14,6 +16,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 
 using namespace gridflow;
 
@@ -58,21 +62,54 @@ std::vector<std::pair<Graph, std::filesystem::path>> graphs_to_predict() {
   return out;
 }
 
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error("cannot open " + path);
+  return nlohmann::json::parse(in);
+}
+
+// (graph, configuration) -> measured ms, from the rows of a predict results file.
+std::map<std::pair<std::string, std::string>, double> recorded_measurements(const nlohmann::json& results) {
+  std::map<std::pair<std::string, std::string>, double> out;
+  for (const nlohmann::json& row : results.at("rows"))
+    if (row.contains("graph") && row.contains("measured_ms"))
+      out[{row.at("graph").get<std::string>(), row.at("configuration").get<std::string>()}] =
+          row.at("measured_ms").get<double>();
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string calibration_file;
+  std::string calibration_file, measured_file;
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--calibration" && i + 1 < argc)
       calibration_file = argv[++i];
+    else if (std::string(argv[i]) == "--measured" && i + 1 < argc)
+      measured_file = argv[++i];
     else
       rest.push_back(argv[i]);
   }
   const bench::Args args = bench::Args::parse(static_cast<int>(rest.size()), rest.data());
-  const std::optional<DeviceInfo> gpu = bench::gpu_to_measure("gridflow_bench_predict");
-  if (!gpu)
-    return 0;
+  const bool offline = !measured_file.empty();
+  std::map<std::pair<std::string, std::string>, double> recorded;
+  std::string device;
+  if (offline) {
+    if (calibration_file.empty()) {
+      fmt::print(stderr, "gridflow_bench_predict: --measured needs --calibration (the run's calibration file)\n");
+      return 2;
+    }
+    const nlohmann::json results = read_json(measured_file);
+    recorded = recorded_measurements(results);
+    device = results.value("gpu", std::string("recorded"));
+  } else {
+    const std::optional<DeviceInfo> gpu = bench::gpu_to_measure("gridflow_bench_predict");
+    if (!gpu)
+      return 0;
+    device = gpu->describe();
+  }
   SessionOptions base;
   base.backend = Backend::gpu;
   Calibration c;
@@ -80,10 +117,21 @@ int main(int argc, char** argv) {
     c = calibrate(base, args.quick ? 3 : 5, [](const std::string& name) { fmt::print("calibrated on {}\n", name); });
     write_text("calibration.json", calibration_json(c).dump(1) + "\n");
   } else {
-    std::ifstream in(calibration_file);
-    c = calibration_from_json(nlohmann::json::parse(in));
+    c = calibration_from_json(read_json(calibration_file));
   }
-  bench::Report report("predict", gpu->describe());
+  if (offline && !c.samples.bodies.empty()) { // the costs as this build's fit makes them from the recorded samples
+    const GpuShape gpu = c.gpu;
+    c = fit(c.samples);
+    c.gpu = gpu;
+  }
+  if (offline && c.gpu.sm_count == 0) {
+    fmt::print(stderr,
+               "gridflow_bench_predict: {} does not name its GPU (\"gpu\"), so nothing can be lowered for it "
+               "here\n",
+               calibration_file);
+    return 2;
+  }
+  bench::Report report("predict", device);
   std::vector<double> all;
   fmt::print("{:<26} {:<28} {:>12} {:>12} {:>8} {:>7}\n", "graph", "configuration", "predicted ms", "measured ms",
              "error", "sync %");
@@ -91,7 +139,13 @@ int main(int argc, char** argv) {
     SessionOptions o = base;
     o.files.input_dir = file.parent_path();
     std::vector<double> mine;
-    for (const PredictionRow& r : predict_graph(g, o, c, true, args.quick ? 5 : 10)) {
+    for (PredictionRow& r : predict_graph(g, o, c, !offline, args.quick ? 5 : 10)) {
+      if (offline) {
+        const auto it = recorded.find({r.graph, r.configuration});
+        if (it == recorded.end())
+          continue; // not measured in that run
+        r.measured_ms = it->second;
+      }
       const double error = (r.predicted.elapsed_ms - r.measured_ms) / r.measured_ms;
       mine.push_back(std::fabs(error));
       fmt::print("{:<26} {:<28} {:>12.4f} {:>12.4f} {:>+7.0f}% {:>6.0f}%\n", r.graph, r.configuration,

@@ -1,6 +1,12 @@
 #include "runtime/executor.hpp"
 
+#include "runtime/errors.hpp"
+#include "runtime/gpu_executor.hpp"
 #include "runtime/op_traits.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
 
 namespace gridflow {
 
@@ -37,6 +43,18 @@ program::RunParams run_params(const LoweredProgram& p, const ExecOptions& o, std
   r.claim_ahead = o.claim_ahead ? 1u : 0u;
   r.barriers_in_run = p.barriers_per_run + (kernel_fill ? 1u : 0u);
   return r;
+}
+
+GpuShape fit_gpu_shape(const GpuShape& device, std::uint32_t blocks_per_sm, const std::string& device_name) {
+  GpuShape s = device;
+  s.blocks_per_sm = blocks_per_sm == 0 ? std::min<std::uint32_t>(2, s.max_blocks_per_sm) : blocks_per_sm;
+  if (s.max_blocks_per_sm == 0 || s.blocks_per_sm > s.max_blocks_per_sm)
+    throw RuntimeError(
+        fmt::format("grid cannot be co-resident: {} blocks per SM of {} threads requested, the occupancy "
+                    "of the megakernel allows {} on {} ({} SMs); lower --blocks-per-sm or --threads",
+                    s.blocks_per_sm, s.threads_per_block, s.max_blocks_per_sm, device_name, s.sm_count));
+  s.grid_blocks = s.blocks_per_sm * s.sm_count;
+  return s;
 }
 
 } // namespace gridflow

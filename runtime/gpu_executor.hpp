@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace gridflow {
 
@@ -25,6 +26,11 @@ inline constexpr std::uint32_t kGpuThreadChoices[] = {128, 256, 512, 1024};
 // min(2, occupancy limit). Throws RuntimeError, naming the numbers, when the grid could not be co-resident (the
 // cooperative launch would be refused or hang) or the device cannot launch cooperatively.
 GpuShape plan_gpu_shape(std::uint32_t threads_per_block, std::uint32_t blocks_per_sm);
+
+// The same choice and checks for a GPU described by `device` (its sm_count and the megakernel's occupancy limit,
+// max_blocks_per_sm, at device.threads_per_block, as plan_gpu_shape found them there), without asking a GPU: how a
+// program is lowered for a GPU this machine does not have (gridflow predict from a calibration file).
+GpuShape fit_gpu_shape(const GpuShape& device, std::uint32_t blocks_per_sm, const std::string& device_name);
 
 // Binds `program` (lowered for shape.grid_blocks blocks) to device memory.
 std::unique_ptr<Executor> make_gpu_executor(LoweredProgram program, const GpuShape& shape);

@@ -11,7 +11,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <queue>
@@ -40,6 +43,21 @@ double tile_bytes(const TaskDesc& t, std::uint32_t k) {
   return 4.0 * static_cast<double>(in + out);
 }
 
+// Rows tile k of a row op covers (0 for ops over elements).
+double tile_rows(const TaskDesc& t, std::uint32_t k) {
+  return program::is_row_op(t.opcode) ? static_cast<double>(program::tile_items(t, k).size()) : 0.0;
+}
+
+// Per tile: the fraction of the grid its level keeps busy (the level's tiles over the blocks, at most 1).
+std::vector<double> level_shares(const LoweredProgram& p) {
+  std::vector<double> share(p.tiles.size(), 1.0);
+  const double blocks = std::max<double>(p.grid_blocks, 1);
+  for (std::uint32_t l = 0; l < p.num_levels(); ++l)
+    for (std::uint32_t g = p.level_begin[l]; g < p.level_begin[l + 1] && g < share.size(); ++g)
+      share[g] = std::min(1.0, (p.level_begin[l + 1] - p.level_begin[l]) / blocks);
+  return share;
+}
+
 // Tiles of task `task` that a consumer waiting on `d` waits for.
 std::pair<std::uint32_t, std::uint32_t> awaited_tiles(const program::DepDesc& d, const LoweredProgram& p) {
   if (d.kind == static_cast<std::uint32_t>(program::DepKind::tiles))
@@ -58,6 +76,7 @@ struct Replay {
     std::vector<double> finish;    // per tile
     std::vector<double> task_done; // per task: its latest tile's finish so far
     std::vector<double> free_at;   // per block
+    double last_claim;             // dynamic schedule: when the latest ticket was taken (none: -inf)
   };
 
   // When tile g's inputs are ready: a hop after the producer tiles it waits for finished; a dependency the static
@@ -111,7 +130,11 @@ struct Replay {
       } else {
         b = block_of[g];
       }
-      const double claimed = std::max(s.free_at[b], start) + sync.dispatch_ns;
+      double claimed = std::max(s.free_at[b], start) + sync.dispatch_ns;
+      if (dynamic) { // tickets are taken one after another
+        claimed = std::max(claimed, s.last_claim + sync.claim_interval_ns);
+        s.last_claim = claimed;
+      }
       const double done = std::max(claimed, ready_time(g, s)) + body(g) + sync.signal_ns;
       s.finish[g] = done;
       s.free_at[b] = done;
@@ -127,7 +150,8 @@ struct Replay {
   double makespan() const {
     const auto tiles = static_cast<std::uint32_t>(p.tiles.size());
     State s{std::vector<double>(tiles, 0.0), std::vector<double>(p.tasks.size(), 0.0),
-            std::vector<double>(std::max<std::uint32_t>(p.grid_blocks, 1), 0.0)};
+            std::vector<double>(std::max<std::uint32_t>(p.grid_blocks, 1), 0.0),
+            -std::numeric_limits<double>::infinity()};
     std::vector<std::uint32_t> block_of;
     if (p.schedule == Schedule::static_list && !p.block_begin.empty()) {
       block_of.assign(tiles, 0);
@@ -146,43 +170,95 @@ struct Replay {
   }
 };
 
-// y = a + b x over the samples, b >= 0 (a body does not get faster with more bytes). Least squares where the bytes
-// span at least a factor of two; over a narrower span a slope would be noise, so the cost is proportional to the
-// bytes (a = 0, b = sum y / sum x); with no bytes at all, a is the median.
-BodyCost fit_line(const std::vector<std::pair<double, double>>& s) {
+constexpr int kFeatures = 4; // a body's cost terms: 1, rows, bytes, bytes x share
+using Features = std::array<double, kFeatures>;
+
+Features features(const BodySample& x) {
+  return {1.0, x.rows, x.bytes, x.bytes * x.share};
+}
+
+// Weighted least squares of ns ~ sum_j c_j f_j over the samples for the features `use`, weights 1 / ns^2 so every
+// sample counts by its relative error. False when the system is singular or a c_j < 0.
+bool solve_features(const std::vector<BodySample>& s, const std::array<bool, kFeatures>& use, Features& c,
+                    double& rss) {
+  std::vector<int> idx;
+  for (int j = 0; j < kFeatures; ++j)
+    if (use[j])
+      idx.push_back(j);
+  const std::size_t k = idx.size();
+  double a[kFeatures][kFeatures + 1] = {};
+  for (const BodySample& x : s) {
+    const double w = 1.0 / std::max(x.ns * x.ns, 1.0);
+    const Features f = features(x);
+    for (std::size_t i = 0; i < k; ++i) {
+      for (std::size_t j = 0; j < k; ++j)
+        a[i][j] += w * f[idx[i]] * f[idx[j]];
+      a[i][k] += w * f[idx[i]] * x.ns;
+    }
+  }
+  for (std::size_t col = 0; col < k; ++col) { // Gauss-Jordan with partial pivoting
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < k; ++r)
+      if (std::fabs(a[r][col]) > std::fabs(a[pivot][col]))
+        pivot = r;
+    if (std::fabs(a[pivot][col]) < 1e-12 * std::max(1.0, std::fabs(a[col][col])) || a[pivot][col] == 0.0)
+      return false;
+    std::swap(a[col], a[pivot]);
+    for (std::size_t r = 0; r < k; ++r)
+      if (r != col) {
+        const double m = a[r][col] / a[col][col];
+        for (std::size_t j = col; j <= k; ++j)
+          a[r][j] -= m * a[col][j];
+      }
+  }
+  c = {};
+  for (std::size_t i = 0; i < k; ++i) {
+    c[idx[i]] = a[i][k] / a[i][i];
+    if (!(c[idx[i]] >= 0.0))
+      return false;
+  }
+  rss = 0.0;
+  for (const BodySample& x : s) {
+    const Features f = features(x);
+    double y = 0.0;
+    for (int j = 0; j < kFeatures; ++j)
+      y += c[j] * f[j];
+    const double e = (y - x.ns) / std::max(x.ns, 1.0);
+    rss += e * e;
+  }
+  return true;
+}
+
+// A body's cost from its samples: of the non-negative fits over subsets of its terms (fixed, per row, per byte, per
+// byte scaled by the level's share of the grid), the one with the least Bayesian information criterion (relative
+// residuals), so a term is kept only where the samples vary enough to show it; with no fit at all, the median.
+BodyCost fit_body(const std::vector<BodySample>& s) {
   BodyCost c;
   c.samples = s.size();
   if (s.empty())
     return c;
-  double mx = 0, my = 0, lo = s.front().first, hi = s.front().first;
-  for (const auto& [x, y] : s) {
-    mx += x, my += y;
-    lo = std::min(lo, x), hi = std::max(hi, x);
-  }
   std::vector<double> ys;
-  for (const auto& sample : s)
-    ys.push_back(sample.second);
-  if (mx <= 0.0) {
+  for (const BodySample& x : s)
+    ys.push_back(x.ns);
+  const auto n = static_cast<double>(s.size());
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < 1 << kFeatures; ++mask) {
+    std::array<bool, kFeatures> use{};
+    int k = 0;
+    for (int j = 0; j < kFeatures; ++j)
+      k += (use[j] = (mask >> j & 1) != 0) ? 1 : 0;
+    Features coef{};
+    double rss = 0.0;
+    if (!solve_features(s, use, coef, rss))
+      continue;
+    const double bic = n * std::log(std::max(rss, 1e-12) / n) + k * std::log(n);
+    if (bic < best) {
+      best = bic;
+      c.fixed_ns = coef[0], c.ns_per_row = coef[1], c.ns_per_byte = coef[2], c.ns_per_shared_byte = coef[3];
+    }
+  }
+  if (!std::isfinite(best))
     c.fixed_ns = median(ys);
-    return c;
-  }
-  if (hi < 2.0 * lo) {
-    c.ns_per_byte = my / mx;
-    return c;
-  }
-  mx /= static_cast<double>(s.size());
-  my /= static_cast<double>(s.size());
-  double sxx = 0, sxy = 0;
-  for (const auto& [x, y] : s) {
-    sxx += (x - mx) * (x - mx);
-    sxy += (x - mx) * (y - my);
-  }
-  if (sxy <= 0.0) {
-    c.fixed_ns = median(ys);
-    return c;
-  }
-  c.ns_per_byte = sxy / sxx;
-  c.fixed_ns = std::max(0.0, my - c.ns_per_byte * mx);
   return c;
 }
 
@@ -197,6 +273,44 @@ double number(const nlohmann::json& j, const char* name) {
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
     throw GraphError(fmt::format("calibration: field '{}' must be a finite number >= 0", name));
   return v.get<double>();
+}
+
+// The samples a calibration file keeps: {"bodies": {key: [[bytes, rows, share, ns], ...]}, "configs": {key: {name:
+// [...]}}}.
+CalibrationSamples samples_from_json(const nlohmann::json& j) {
+  CalibrationSamples s;
+  const auto values = [](const nlohmann::json& list, const std::string& what) {
+    std::vector<double> out;
+    if (!list.is_array())
+      throw GraphError(fmt::format("calibration: samples.{} must be an array", what));
+    for (const nlohmann::json& v : list) {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        throw GraphError(fmt::format("calibration: samples.{} must hold finite numbers >= 0", what));
+      out.push_back(v.get<double>());
+    }
+    return out;
+  };
+  for (const auto& [key, list] : field(j, "bodies").items()) {
+    if (!list.is_array())
+      throw GraphError(fmt::format("calibration: samples.bodies.{} must be an array", key));
+    for (const nlohmann::json& row : list) {
+      const std::vector<double> v = values(row, "bodies." + key);
+      if (v.size() != 4)
+        throw GraphError(fmt::format("calibration: samples.bodies.{} holds [bytes, rows, share, ns] rows", key));
+      s.bodies[key].push_back({v[0], v[1], v[2], v[3]});
+    }
+  }
+  for (const auto& [key, k] : field(j, "configs").items()) {
+    CalibrationSamples::Config& c = s.configs[key];
+    c.overhead_ns = values(field(k, "overhead_ns"), "configs." + key + ".overhead_ns");
+    c.dispatch_ns = values(field(k, "dispatch_ns"), "configs." + key + ".dispatch_ns");
+    c.signal_ns = values(field(k, "signal_ns"), "configs." + key + ".signal_ns");
+    c.hop_ns = values(field(k, "hop_ns"), "configs." + key + ".hop_ns");
+    c.barrier_ns = values(field(k, "barrier_ns"), "configs." + key + ".barrier_ns");
+    if (k.contains("claim_interval_ns"))
+      c.claim_interval_ns = values(k.at("claim_interval_ns"), "configs." + key + ".claim_interval_ns");
+  }
+  return s;
 }
 
 } // namespace
@@ -226,22 +340,71 @@ bool runs_lean(const LoweredProgram& p, Backend backend) {
 nlohmann::json calibration_json(const Calibration& c) {
   nlohmann::json bodies = nlohmann::json::object(), configs = nlohmann::json::object();
   for (const auto& [key, b] : c.bodies)
-    bodies[key] = {{"fixed_ns", b.fixed_ns}, {"ns_per_byte", b.ns_per_byte}, {"samples", b.samples}};
+    bodies[key] = {{"fixed_ns", b.fixed_ns},
+                   {"ns_per_row", b.ns_per_row},
+                   {"ns_per_byte", b.ns_per_byte},
+                   {"ns_per_shared_byte", b.ns_per_shared_byte},
+                   {"samples", b.samples}};
   for (const auto& [key, k] : c.configs)
-    configs[key] = {{"overhead_ns", k.overhead_ns}, {"dispatch_ns", k.dispatch_ns}, {"signal_ns", k.signal_ns},
-                    {"hop_ns", k.hop_ns},           {"barrier_ns", k.barrier_ns},   {"runs", k.runs}};
-  return {{"device", c.device}, {"bodies", bodies}, {"configs", configs}};
+    configs[key] = {{"overhead_ns", k.overhead_ns},
+                    {"dispatch_ns", k.dispatch_ns},
+                    {"signal_ns", k.signal_ns},
+                    {"hop_ns", k.hop_ns},
+                    {"barrier_ns", k.barrier_ns},
+                    {"claim_interval_ns", k.claim_interval_ns},
+                    {"runs", k.runs}};
+  nlohmann::json j = {{"device", c.device}, {"bodies", bodies}, {"configs", configs}};
+  if (!c.samples.bodies.empty() || !c.samples.configs.empty()) {
+    nlohmann::json sb = nlohmann::json::object(), sc = nlohmann::json::object();
+    for (const auto& [key, list] : c.samples.bodies) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const BodySample& x : list)
+        rows.push_back({x.bytes, x.rows, x.share, x.ns});
+      sb[key] = rows;
+    }
+    for (const auto& [key, k] : c.samples.configs)
+      sc[key] = {{"overhead_ns", k.overhead_ns}, {"dispatch_ns", k.dispatch_ns},
+                 {"signal_ns", k.signal_ns},     {"hop_ns", k.hop_ns},
+                 {"barrier_ns", k.barrier_ns},   {"claim_interval_ns", k.claim_interval_ns}};
+    j["samples"] = {{"bodies", sb}, {"configs", sc}};
+  }
+  if (c.gpu.sm_count > 0)
+    j["gpu"] = {{"threads_per_block", c.gpu.threads_per_block},
+                {"sm_count", c.gpu.sm_count},
+                {"max_blocks_per_sm", c.gpu.max_blocks_per_sm}};
+  return j;
 }
 
 Calibration calibration_from_json(const nlohmann::json& j) {
   Calibration c;
   const nlohmann::json& device = field(j, "device");
   c.device = device.is_string() ? device.get<std::string>() : "";
+  if (j.contains("gpu")) { // absent from calibrations that did not record their GPU
+    const nlohmann::json& gpu = j.at("gpu");
+    const auto count = [&](const char* name) {
+      const double v = number(gpu, name);
+      if (v < 1 || v > 1 << 20 || v != std::floor(v))
+        throw GraphError(fmt::format("calibration: gpu.{} must be a whole number from 1 to 2^20", name));
+      return static_cast<std::uint32_t>(v);
+    };
+    c.gpu.threads_per_block = count("threads_per_block");
+    c.gpu.sm_count = count("sm_count");
+    c.gpu.max_blocks_per_sm = count("max_blocks_per_sm");
+  }
   for (const auto& [key, b] : field(j, "bodies").items())
-    c.bodies[key] = {number(b, "fixed_ns"), number(b, "ns_per_byte"), static_cast<std::size_t>(number(b, "samples"))};
+    c.bodies[key] = {number(b, "fixed_ns"), number(b, "ns_per_byte"), static_cast<std::size_t>(number(b, "samples")),
+                     b.contains("ns_per_row") ? number(b, "ns_per_row") : 0.0,
+                     b.contains("ns_per_shared_byte") ? number(b, "ns_per_shared_byte") : 0.0};
+  if (j.contains("samples"))
+    c.samples = samples_from_json(j.at("samples"));
   for (const auto& [key, k] : field(j, "configs").items())
-    c.configs[key] = {number(k, "overhead_ns"), number(k, "dispatch_ns"), number(k, "signal_ns"),
-                      number(k, "hop_ns"),      number(k, "barrier_ns"),  static_cast<std::size_t>(number(k, "runs"))};
+    c.configs[key] = {number(k, "overhead_ns"),
+                      number(k, "dispatch_ns"),
+                      number(k, "signal_ns"),
+                      number(k, "hop_ns"),
+                      number(k, "barrier_ns"),
+                      static_cast<std::size_t>(number(k, "runs")),
+                      k.contains("claim_interval_ns") ? number(k, "claim_interval_ns") : 0.0};
   return c;
 }
 
@@ -259,19 +422,33 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
       continue; // not traced, or a tile that did not run
     const bool lean = runs_lean(p, backend);
     CalibrationSamples::Config& cfg = samples.configs[config_key(p, lean)];
-    // Bodies: each task's median tile body against its tiles' mean bytes.
+    // Bodies: each task's median tile body against its tiles' mean bytes and rows. A tile that polls its inputs
+    // (sentinel mode) waits inside its body: its body starts once the producer tasks' last tiles signalled, as the
+    // replay has it.
+    const std::vector<double> share = level_shares(p);
+    std::vector<std::uint64_t> task_signalled(p.tasks.size(), 0);
+    for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
+      task_signalled[p.tiles[g].task] = std::max(task_signalled[p.tiles[g].task], tr[g].signalled);
     for (std::uint32_t task = 0; task < p.tasks.size(); ++task) {
       const TaskDesc& t = p.tasks[task];
+      std::uint64_t inputs_done = 0;
+      if (t.flags & program::kPollInputs)
+        for (std::uint32_t k = p.pred_begin[task]; k < p.pred_begin[task + 1]; ++k)
+          inputs_done = std::max(inputs_done, task_signalled[p.pred_tasks[k]]);
       std::vector<double> ns;
-      double bytes = 0;
+      double bytes = 0, rows = 0, busy = 0;
       for (std::uint32_t k = 0; k < t.num_tiles; ++k) {
         const program::TileTrace& x = tr[t.first_tile + k];
-        ns.push_back(static_cast<double>(x.executed - x.ready));
+        const std::uint64_t start = std::min(x.executed, std::max(x.ready, inputs_done));
+        ns.push_back(static_cast<double>(x.executed - start));
         bytes += tile_bytes(t, k);
+        rows += tile_rows(t, k);
+        busy += share[t.first_tile + k];
       }
-      if (!ns.empty())
-        samples.bodies[body_key(t, p.threads_per_block, lean)].push_back(
-            {bytes / static_cast<double>(ns.size()), median(ns)});
+      if (!ns.empty()) {
+        const auto n = static_cast<double>(ns.size());
+        samples.bodies[body_key(t, p.threads_per_block, lean)].push_back({bytes / n, rows / n, busy / n, median(ns)});
+      }
     }
     // Dispatch, hand-offs, the makespan.
     std::uint64_t t0 = UINT64_MAX, t_end = 0;
@@ -294,6 +471,11 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
       else if (producers_done > x.claimed && x.ready >= producers_done)
         cfg.hop_ns.push_back(static_cast<double>(x.ready - producers_done)); // it waited: the hand-off's latency
       cfg.dispatch_ns.push_back(dispatch);
+      // Dynamic claims take tickets in tile order: a claim that began before the previous ticket was taken waited
+      // for it, so the gap between the two is what one claim on the shared ticket takes.
+      if (p.schedule == Schedule::dynamic && g > 0 && x.claim_begin < tr[g - 1].claimed &&
+          x.claimed > tr[g - 1].claimed)
+        cfg.claim_interval_ns.push_back(static_cast<double>(x.claimed - tr[g - 1].claimed));
     }
     // Barriers: from the last signal of a level to the first claim of the next.
     if (is_level_mode(p.mode))
@@ -316,11 +498,12 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
 Calibration fit(const CalibrationSamples& s) {
   Calibration c;
   c.device = s.device;
+  c.samples = s;
   for (const auto& [key, points] : s.bodies)
-    c.bodies[key] = fit_line(points);
+    c.bodies[key] = fit_body(points);
   for (const auto& [key, k] : s.configs)
-    c.configs[key] = {median(k.overhead_ns), median(k.dispatch_ns), median(k.signal_ns),
-                      median(k.hop_ns),      median(k.barrier_ns),  k.overhead_ns.size()};
+    c.configs[key] = {median(k.overhead_ns), median(k.dispatch_ns), median(k.signal_ns),        median(k.hop_ns),
+                      median(k.barrier_ns),  k.overhead_ns.size(),  median(k.claim_interval_ns)};
   return c;
 }
 
@@ -350,7 +533,7 @@ std::vector<Graph> calibration_graphs() {
   }
   // Row ops over short and long rows, chained so hand-offs and barriers are exercised.
   for (const auto& [rows, cols] :
-       {std::pair<std::int64_t, std::int64_t>{8192, 128}, {2048, 512}, {512, 3072}, {64, 16384}}) {
+       {std::pair<std::int64_t, std::int64_t>{8192, 128}, {4096, 256}, {2048, 512}, {512, 3072}, {64, 16384}}) {
     Graph g(fmt::format("calibrate-rows-{}x{}", rows, cols));
     g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-3, 3, 5});
     g.add_buffer("p", DType::f32, {rows, cols});
@@ -391,14 +574,15 @@ Prediction predict(const LoweredProgram& p, bool lean, const Calibration& c) {
   for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
     const std::uint32_t threads = p.threads_per_block;
     const std::string key = body_key(p.tasks[t], threads, lean);
-    auto it = c.bodies.find(key);
-    if (it == c.bodies.end()) // the same body on the other megakernel, else read plainly
-      it = c.bodies.find(body_key(p.tasks[t], threads, false));
-    if (it == c.bodies.end()) {
-      program::TaskDesc plain = p.tasks[t];
-      plain.flags &= ~program::kPollInputs;
-      it = c.bodies.find(body_key(plain, threads, false));
-    }
+    // The body as calibrated on this megakernel, else on the other one (the lean row bodies are the same code on
+    // both), else read plainly instead of polled.
+    program::TaskDesc plain = p.tasks[t];
+    plain.flags &= ~program::kPollInputs;
+    auto it = c.bodies.end();
+    for (const std::string& k :
+         {key, body_key(p.tasks[t], threads, !lean), body_key(plain, threads, lean), body_key(plain, threads, !lean)})
+      if (it == c.bodies.end())
+        it = c.bodies.find(k);
     if (it == c.bodies.end()) {
       if (std::find(out.uncalibrated.begin(), out.uncalibrated.end(), key) == out.uncalibrated.end())
         out.uncalibrated.push_back(key);
@@ -406,10 +590,13 @@ Prediction predict(const LoweredProgram& p, bool lean, const Calibration& c) {
       cost[t] = it->second;
     }
   }
+  const std::vector<double> share = level_shares(p);
   const auto body = [&](std::uint32_t g) {
     const program::TileDesc& tile = p.tiles[g];
     const BodyCost& b = cost[tile.task];
-    return b.fixed_ns + b.ns_per_byte * tile_bytes(p.tasks[tile.task], tile.index);
+    const TaskDesc& t = p.tasks[tile.task];
+    return b.fixed_ns + b.ns_per_row * tile_rows(t, tile.index) +
+           (b.ns_per_byte + b.ns_per_shared_byte * share[g]) * tile_bytes(t, tile.index);
   };
   const Replay with_sync{p, body, sync};
   const Replay free_sync{p, body, ConfigCost{}};
@@ -434,7 +621,10 @@ Calibration calibrate(const SessionOptions& base, int repeat, const std::functio
     if (progress)
       progress(g.name());
   }
-  return fit(samples);
+  Calibration c = fit(samples);
+  if (base.backend == Backend::gpu)
+    c.gpu = plan_gpu_shape(base.threads_per_block, 0);
+  return c;
 }
 
 std::vector<PredictionRow> predict_graph(const Graph& g, const SessionOptions& base, const Calibration& c, bool measure,
@@ -447,13 +637,16 @@ std::vector<PredictionRow> predict_graph(const Graph& g, const SessionOptions& b
     po.baselines = false;
     measured = profile(g, po);
   }
+  const bool for_calibrated_gpu = !measure && base.backend == Backend::gpu && c.gpu.sm_count > 0;
+  const Analysis analysis = analyze(g);
   std::vector<PredictionRow> rows;
   for (SyncMode mode : kAllSyncModes)
     for (Schedule schedule : {Schedule::dynamic, Schedule::static_list}) {
       SessionOptions o = base;
       o.mode = mode;
       o.schedule = schedule;
-      const LoweredProgram program = plan_run(g, o).program;
+      const LoweredProgram program =
+          for_calibrated_gpu ? lower_for_gpu(g, analysis, o, c.gpu, c.device).program : plan_run(g, o).program;
       const bool lean = runs_lean(program, o.backend);
       PredictionRow row{g.name(), config_key(program, lean), predict(program, lean, c)};
       if (measured) {

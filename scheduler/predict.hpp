@@ -14,6 +14,7 @@
 // time minus the same replay with those costs at zero.
 #pragma once
 
+#include "runtime/gpu_executor.hpp"
 #include "runtime/lowered_program.hpp"
 #include "scheduler/graph.hpp"
 #include "scheduler/profile.hpp"
@@ -27,10 +28,15 @@
 
 namespace gridflow {
 
+// A tile's body: fixed_ns + ns_per_row x (its rows; row ops only) + (ns_per_byte + ns_per_shared_byte x share) x (the
+// bytes it reads and writes), where share is the fraction of the grid its level keeps busy (capped at 1): the memory
+// system's bandwidth is divided among the blocks streaming at once.
 struct BodyCost {
   double fixed_ns = 0;
   double ns_per_byte = 0;
   std::size_t samples = 0; // tasks it was fitted on
+  double ns_per_row = 0;
+  double ns_per_shared_byte = 0;
 };
 
 // The costs of one executor configuration ("flags static", "flags static lean", ...).
@@ -41,12 +47,36 @@ struct ConfigCost {
   double hop_ns = 0;
   double barrier_ns = 0;
   std::size_t runs = 0;
+  double claim_interval_ns = 0; // dynamic schedule: the least time between two claims on the shared ticket
+};
+
+// What the calibration learns from profiled runs: per body key, each task's median tile body against its tiles' mean
+// bytes, rows and level share; per config, dispatch, signal, hop, barrier and contended claim durations and the run's
+// overhead (median time minus
+// traced makespan). Kept in the calibration file, so a changed fit can be checked without measuring again.
+struct BodySample {
+  double bytes = 0;
+  double rows = 0;  // 0 for ops over elements
+  double share = 0; // the fraction of the grid the task's level keeps busy
+  double ns = 0;
+};
+struct CalibrationSamples {
+  std::string device;
+  std::map<std::string, std::vector<BodySample>> bodies;
+  struct Config {
+    std::vector<double> overhead_ns, dispatch_ns, signal_ns, hop_ns, barrier_ns, claim_interval_ns;
+  };
+  std::map<std::string, Config> configs;
 };
 
 struct Calibration {
   std::string device;
+  // The GPU it was measured on, as plan_gpu_shape described it: SM count and the megakernel's occupancy limit at the
+  // calibrated threads per block (sm_count 0: not recorded). Lets predict_graph lower for that GPU without one.
+  GpuShape gpu;
   std::map<std::string, BodyCost> bodies;    // body_key()
   std::map<std::string, ConfigCost> configs; // config_key()
+  CalibrationSamples samples;                // what the costs were fitted on (empty in files that did not keep it)
 };
 
 nlohmann::json calibration_json(const Calibration& c);
@@ -60,17 +90,8 @@ std::string config_key(const LoweredProgram& p, bool lean);
 // Whether the GPU runs `p` on the lean megakernel (the CPU backend never does).
 bool runs_lean(const LoweredProgram& p, Backend backend);
 
-// What the calibration learns from profiled runs: per body key, (bytes, median body ns) of each task; per config,
-// dispatch, signal, hop and barrier durations and the run's overhead (median time minus traced makespan).
-struct CalibrationSamples {
-  std::string device;
-  std::map<std::string, std::vector<std::pair<double, double>>> bodies;
-  struct Config {
-    std::vector<double> overhead_ns, dispatch_ns, signal_ns, hop_ns, barrier_ns;
-  };
-  std::map<std::string, Config> configs;
-};
 void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamples& samples);
+// The costs from the samples (the calibration keeps the samples and names no GPU; calibrate() adds it).
 Calibration fit(const CalibrationSamples& samples);
 
 // The calibration graphs: every whole-view op at three sizes, row ops over short and long rows, chains of small
@@ -97,6 +118,8 @@ struct PredictionRow {
   double measured_ms = -1;
 };
 // Predicts `g` in every sync mode and schedule from `base`; with `measure`, profiles it too (`repeat` timed runs).
+// Without `measure`, a GPU backend's programs are lowered for the calibration's GPU when it names one (no GPU needed),
+// else for the GPU present.
 std::vector<PredictionRow> predict_graph(const Graph& g, const SessionOptions& base, const Calibration& c, bool measure,
                                          int repeat);
 

@@ -90,6 +90,26 @@ bool one_block_per_sm_suffices(const SessionOptions& o, const GpuShape& shape, c
 
 } // namespace
 
+GpuPlan lower_for_gpu(const Graph& graph, const Analysis& analysis, const SessionOptions& o, const GpuShape& device,
+                      const std::string& device_name) {
+  if (o.threads_per_block != device.threads_per_block)
+    throw RuntimeError(fmt::format("{}: described at {} threads per block, not at the {} asked for", device_name,
+                                   device.threads_per_block, o.threads_per_block));
+  LoweringOptions lo = lowering_options(o);
+  GpuPlan plan;
+  plan.shape = fit_gpu_shape(device, o.blocks_per_sm, device_name);
+  lo.grid_blocks = plan.shape.grid_blocks;
+  lo.tiles.scan_items_per_thread =
+      static_cast<std::uint32_t>(kernels::scan_items_for(static_cast<int>(plan.shape.threads_per_block)));
+  plan.program = lower(graph, analysis, lo);
+  if (one_block_per_sm_suffices(o, plan.shape, plan.program)) {
+    plan.shape = fit_gpu_shape(device, 1, device_name);
+    lo.grid_blocks = plan.shape.grid_blocks;
+    plan.program = lower(graph, analysis, lo);
+  }
+  return plan;
+}
+
 RunPlan plan_run(const Graph& graph, const SessionOptions& o) {
   RunPlan plan;
   plan.analysis = analyze(graph);
@@ -98,24 +118,19 @@ RunPlan plan_run(const Graph& graph, const SessionOptions& o) {
     if (!b.save.empty())
       check_save_target(o.files, b.name, b.save);
   }
-  LoweringOptions lo = lowering_options(o);
   std::uint64_t device_free = 0;
   if (o.backend == Backend::cpu) {
+    LoweringOptions lo = lowering_options(o);
     const std::uint32_t hw = std::max(2u, std::thread::hardware_concurrency());
     lo.grid_blocks = o.cpu_workers ? o.cpu_workers : hw;
-  } else {
-    plan.shape = plan_gpu_shape(o.threads_per_block, o.blocks_per_sm);
-    lo.grid_blocks = plan.shape.grid_blocks;
-    lo.threads_per_block = plan.shape.threads_per_block;
-    lo.tiles.scan_items_per_thread =
-        static_cast<std::uint32_t>(kernels::scan_items_for(static_cast<int>(plan.shape.threads_per_block)));
-    device_free = probe_gpu().free_memory;
-  }
-  plan.program = lower(graph, plan.analysis, lo);
-  if (o.backend != Backend::cpu && one_block_per_sm_suffices(o, plan.shape, plan.program)) {
-    plan.shape = plan_gpu_shape(plan.shape.threads_per_block, 1);
-    lo.grid_blocks = plan.shape.grid_blocks;
     plan.program = lower(graph, plan.analysis, lo);
+  } else {
+    const DeviceInfo dev = probe_gpu();
+    GpuPlan gpu =
+        lower_for_gpu(graph, plan.analysis, o, plan_gpu_shape(o.threads_per_block, o.blocks_per_sm), dev.name);
+    plan.program = std::move(gpu.program);
+    plan.shape = gpu.shape;
+    device_free = dev.free_memory;
   }
   plan.memory = memory_needed(graph, plan.program, {o.backend == Backend::gpu, o.will_check, o.exec.trace});
   check_memory_budget(graph, plan.memory, o.max_memory, host_memory_available(), device_free);

@@ -59,6 +59,17 @@ struct RunPlan {
 };
 RunPlan plan_run(const Graph& graph, const SessionOptions& options);
 
+// The GPU half of plan_run's lowering, for a GPU described by `device` (its SM count and the megakernel's occupancy
+// limit at device.threads_per_block, as plan_gpu_shape found them there; runtime/gpu_executor.hpp) without asking a
+// GPU: the program plan_run lowers on such a GPU and the launch shape it picks. Throws RuntimeError when the options'
+// threads per block are not the device description's or the shape cannot be co-resident.
+struct GpuPlan {
+  LoweredProgram program;
+  GpuShape shape;
+};
+GpuPlan lower_for_gpu(const Graph& graph, const Analysis& analysis, const SessionOptions& options,
+                      const GpuShape& device, const std::string& device_name);
+
 // One line naming everything a measurement depends on.
 std::string describe(const SessionOptions& options);
 

@@ -77,14 +77,19 @@ void add_predict(CLI::App& app, Commands& commands) {
   cmd->callback([&commands, args] {
     commands.selected = [args] {
       const Calibration c = read_calibration(args->calibration);
+      // A calibration that names its GPU is predicted for that GPU, whichever machine this is (no GPU needed).
+      SessionFlags flags = args->flags;
+      if (flags.backend == "auto" && !args->measure && c.gpu.sm_count > 0) {
+        flags.backend = "gpu";
+        fmt::print("predicting for the calibration's GPU: {} ({} SMs)\n", c.device, c.gpu.sm_count);
+      }
       nlohmann::json rows = nlohmann::json::array();
       std::vector<double> errors;
       fmt::print("{:<26} {:<28} {:>12} {:>9} {:>12} {:>8}\n", "graph", "configuration", "predicted ms", "sync %",
                  args->measure ? "measured ms" : "", args->measure ? "error" : "");
       for (const std::string& file : args->graphs) {
         const Graph g = load_graph(file);
-        for (const PredictionRow& r :
-             predict_graph(g, session_options(args->flags, file), c, args->measure, args->repeat)) {
+        for (const PredictionRow& r : predict_graph(g, session_options(flags, file), c, args->measure, args->repeat)) {
           const Prediction& pr = r.predicted;
           nlohmann::json row = {{"graph", r.graph},
                                 {"configuration", r.configuration},

@@ -448,18 +448,11 @@ GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
   int max_per_sm = 0;
   GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&max_per_sm, entry, static_cast<int>(threads),
                                                                     gpu::allow_dynamic_shared(entry, threads)));
-  GpuShape s;
-  s.threads_per_block = threads;
-  s.sm_count = static_cast<std::uint32_t>(dev.sm_count);
-  s.max_blocks_per_sm = static_cast<std::uint32_t>(max_per_sm);
-  s.blocks_per_sm = blocks_per_sm == 0 ? std::min<std::uint32_t>(2, s.max_blocks_per_sm) : blocks_per_sm;
-  if (s.max_blocks_per_sm == 0 || s.blocks_per_sm > s.max_blocks_per_sm)
-    throw RuntimeError(
-        fmt::format("grid cannot be co-resident: {} blocks per SM of {} threads requested, the occupancy "
-                    "of the megakernel allows {} on {} ({} SMs); lower --blocks-per-sm or --threads",
-                    s.blocks_per_sm, threads, s.max_blocks_per_sm, dev.name, dev.sm_count));
-  s.grid_blocks = s.blocks_per_sm * s.sm_count;
-  return s;
+  GpuShape device;
+  device.threads_per_block = threads;
+  device.sm_count = static_cast<std::uint32_t>(dev.sm_count);
+  device.max_blocks_per_sm = static_cast<std::uint32_t>(max_per_sm);
+  return fit_gpu_shape(device, blocks_per_sm, dev.name);
 }
 
 std::unique_ptr<Executor> make_gpu_executor(LoweredProgram program, const GpuShape& shape) {

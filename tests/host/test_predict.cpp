@@ -1,5 +1,6 @@
 // The run-time predictor: the replay against hand-computed schedules, the calibration's JSON, and calibration and
 // prediction end to end on the CPU backend.
+#include "runtime/errors.hpp"
 #include "scheduler/errors.hpp"
 #include "scheduler/predict.hpp"
 #include "scheduler/session.hpp"
@@ -80,8 +81,12 @@ TEST(Predict, IndependentTilesSpreadOverTheBlocks) {
   LoweredProgram p = plan_run(g, o).program;
   const auto tiles = static_cast<double>(p.tiles.size());
   ASSERT_EQ(tiles, 64);
-  const Prediction pr = predict(p, false, flat_calibration(p));
+  Calibration c = flat_calibration(p);
+  const Prediction pr = predict(p, false, c);
   EXPECT_DOUBLE_EQ(pr.makespan_ns, std::ceil(tiles / 4) * (kDispatch + kBody + kSignal));
+  // Claims on the shared ticket one after another: with a claim taking longer than a body, the ticket bounds it.
+  c.configs.begin()->second.claim_interval_ns = 2 * kBody;
+  EXPECT_DOUBLE_EQ(predict(p, false, c).makespan_ns, kDispatch + (tiles - 1) * 2 * kBody + kBody + kSignal);
 }
 
 TEST(Predict, BodiesGrowWithBytesAndMissingCostsAreNamed) {
@@ -117,6 +122,98 @@ TEST(Predict, CalibrationJsonRoundTripsAndBadFieldsAreNamed) {
     EXPECT_NE(std::string(e.what()).find("'hop_ns'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(calibration_from_json(nlohmann::json::object()), GraphError);
+}
+
+TEST(Predict, CalibrationJsonKeepsTheGpuTheSamplesAndRowCosts) {
+  Calibration c;
+  c.device = "dev";
+  c.bodies["softmax_rows/short-rows"] = {10, 0.5, 4, 75};
+  c.gpu.threads_per_block = 256;
+  c.gpu.sm_count = 132;
+  c.gpu.max_blocks_per_sm = 2;
+  c.samples.bodies["softmax_rows/short-rows"] = {{1024, 4, 0.5, 812}, {2048, 8, 1.0, 1612}};
+  c.samples.configs["flags static"].hop_ns = {500, 520};
+  const Calibration back = calibration_from_json(calibration_json(c));
+  EXPECT_DOUBLE_EQ(back.bodies.at("softmax_rows/short-rows").ns_per_row, 75);
+  EXPECT_EQ(back.gpu.sm_count, 132u);
+  EXPECT_EQ(back.gpu.max_blocks_per_sm, 2u);
+  ASSERT_EQ(back.samples.bodies.at("softmax_rows/short-rows").size(), 2u);
+  EXPECT_DOUBLE_EQ(back.samples.bodies.at("softmax_rows/short-rows")[1].rows, 8);
+  EXPECT_DOUBLE_EQ(back.samples.bodies.at("softmax_rows/short-rows")[0].share, 0.5);
+  EXPECT_EQ(back.samples.configs.at("flags static").hop_ns, (std::vector<double>{500, 520}));
+  nlohmann::json j = calibration_json(c);
+  j["gpu"]["sm_count"] = 0.5;
+  EXPECT_THROW(calibration_from_json(j), GraphError);
+  j = calibration_json(c);
+  j["samples"]["bodies"]["softmax_rows/short-rows"][0] = {1, 2, 3};
+  try {
+    calibration_from_json(j);
+    FAIL() << "expected a GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("[bytes, rows, share, ns]"), std::string::npos) << e.what();
+  }
+}
+
+// A body whose time grows with its rows at a fixed size in bytes is fitted a cost per row, not per byte; one whose
+// time follows its bytes alone, a cost per byte; one whose cost per byte grows with the grid's share streaming, both
+// byte terms.
+TEST(Predict, BodyFitsKeepTheCostsTheSamplesShow) {
+  CalibrationSamples s;
+  for (double rows : {4.0, 8.0, 16.0, 32.0})
+    for (int run = 0; run < 3; ++run)
+      s.bodies["per-row"].push_back({8192, rows, 1.0, 200 + 50 * rows});
+  for (double bytes : {4096.0, 16384.0, 65536.0})
+    s.bodies["per-byte"].push_back({bytes, 0, 1.0, 0.25 * bytes});
+  // Bandwidth shared: at a full grid a byte costs 2.5 times what it costs with a tenth of the grid streaming.
+  for (double share : {0.1, 0.4, 1.0})
+    for (double bytes : {8192.0, 65536.0})
+      s.bodies["shared"].push_back({bytes, 0, share, (0.05 + 0.1 * share) * bytes});
+  s.bodies["flat"] = {{0, 0, 1, 700}, {0, 0, 1, 900}, {0, 0, 1, 800}};
+  const Calibration c = fit(s);
+  const BodyCost& r = c.bodies.at("per-row");
+  EXPECT_NEAR(r.ns_per_row, 50, 1e-6);
+  EXPECT_NEAR(r.fixed_ns + r.ns_per_byte * 8192, 200, 1e-3);
+  const BodyCost& b = c.bodies.at("per-byte");
+  EXPECT_NEAR(b.ns_per_byte, 0.25, 1e-9);
+  EXPECT_NEAR(b.fixed_ns, 0, 1e-6);
+  // A constant fitted by relative error: sum(1/y) / sum(1/y^2).
+  const double inv = 1.0 / 700 + 1.0 / 900 + 1.0 / 800, inv2 = 1.0 / (700.0 * 700) + 1.0 / (900.0 * 900) + 1.0 / 640000;
+  EXPECT_NEAR(c.bodies.at("flat").fixed_ns, inv / inv2, 1e-6);
+  EXPECT_EQ(c.bodies.at("flat").ns_per_byte, 0.0);
+  const BodyCost& sh = c.bodies.at("shared");
+  EXPECT_NEAR(sh.ns_per_byte, 0.05, 1e-9);
+  EXPECT_NEAR(sh.ns_per_shared_byte, 0.1, 1e-9);
+  EXPECT_EQ(c.samples.bodies.size(), 4u); // kept for a later refit
+}
+
+// A calibration that names its GPU predicts GPU runs on a machine without one: the programs lowered for that GPU
+// (its SMs times the blocks per SM plan_gpu_shape would pick).
+TEST(Predict, PredictsForTheCalibratedGpuWithoutOne) {
+  const Graph g = chain3();
+  SessionOptions o;
+  o.backend = Backend::gpu;
+  GpuShape h200;
+  h200.threads_per_block = 256;
+  h200.sm_count = 132;
+  h200.max_blocks_per_sm = 2;
+  const GpuPlan plan = lower_for_gpu(g, analyze(g), o, h200, "H200");
+  EXPECT_EQ(plan.shape.grid_blocks, plan.shape.blocks_per_sm * 132);
+  EXPECT_EQ(plan.program.grid_blocks, plan.shape.grid_blocks);
+  o.blocks_per_sm = 3;
+  EXPECT_THROW(lower_for_gpu(g, analyze(g), o, h200, "H200"), RuntimeError);
+  o.blocks_per_sm = 0;
+  o.threads_per_block = 512;
+  EXPECT_THROW(lower_for_gpu(g, analyze(g), o, h200, "H200"), RuntimeError);
+  o.threads_per_block = 256;
+  Calibration c = flat_calibration(plan.program);
+  c.device = "H200";
+  c.gpu = h200;
+  const std::vector<PredictionRow> rows = predict_graph(g, o, c, false, 1);
+  ASSERT_EQ(rows.size(), 8u); // every sync mode x schedule
+  for (const PredictionRow& r : rows) {
+    EXPECT_GT(r.predicted.elapsed_ms, 0.0) << r.configuration;
+    EXPECT_LT(r.measured_ms, 0.0);
+  }
 }
 
 TEST(Predict, CalibratesAndPredictsEveryConfigurationOnTheCpuBackend) {
