@@ -48,6 +48,24 @@ double tile_rows(const TaskDesc& t, std::uint32_t k) {
   return program::is_row_op(t.opcode) ? static_cast<double>(program::tile_items(t, k).size()) : 0.0;
 }
 
+// When the inputs of tile g of a task that polls them (sentinel mode) are all written, from when each producer tile
+// and task finished. A row op over a producer row op tiled the same way reads the producer's tile of the same index;
+// any other consumer may read any tile of its producers.
+template <class TileDone, class TaskDone>
+double polled_inputs_ready(const LoweredProgram& p, std::uint32_t g, TileDone tile_done, TaskDone task_done) {
+  const program::TileDesc& tile = p.tiles[g];
+  const TaskDesc& t = p.tasks[tile.task];
+  double ready = 0.0;
+  for (std::uint32_t k = p.pred_begin[tile.task]; k < p.pred_begin[tile.task + 1]; ++k) {
+    const std::uint32_t pred = p.pred_tasks[k];
+    const TaskDesc& q = p.tasks[pred];
+    const bool aligned = program::is_row_op(t.opcode) && program::is_row_op(q.opcode) && q.rows == t.rows &&
+                         q.num_tiles == t.num_tiles && q.tile_size == t.tile_size;
+    ready = std::max(ready, aligned ? tile_done(q.first_tile + tile.index) : task_done(pred));
+  }
+  return ready;
+}
+
 // Per tile: the fraction of the grid its level keeps busy (the level's tiles over the blocks, at most 1).
 std::vector<double> level_shares(const LoweredProgram& p) {
   std::vector<double> share(p.tiles.size(), 1.0);
@@ -76,7 +94,6 @@ struct Replay {
     std::vector<double> finish;    // per tile
     std::vector<double> task_done; // per task: its latest tile's finish so far
     std::vector<double> free_at;   // per block
-    double last_claim;             // dynamic schedule: when the latest ticket was taken (none: -inf)
   };
 
   // When tile g's inputs are ready: a hop after the producer tiles it waits for finished; a dependency the static
@@ -101,13 +118,13 @@ struct Replay {
     if (!p.local_begin.empty())
       for (std::uint32_t d = p.local_begin[g]; d < p.local_begin[g + 1]; ++d)
         local = std::max(local, finished(p.local_deps[d]));
-    // A sentinel consumer has no dependency entries: it polls its producers' outputs, which any of their tiles may
-    // write.
-    if (p.tasks[tile.task].flags & program::kPollInputs)
-      for (std::uint32_t k = p.pred_begin[tile.task]; k < p.pred_begin[tile.task + 1]; ++k) {
-        ready = std::max(ready, s.task_done[p.pred_tasks[k]]);
-        waits = true;
-      }
+    // A sentinel consumer has no dependency entries: it polls its producers' outputs.
+    if ((p.tasks[tile.task].flags & program::kPollInputs) && p.pred_begin[tile.task] < p.pred_begin[tile.task + 1]) {
+      ready = std::max(ready, polled_inputs_ready(
+                                  p, g, [&](std::uint32_t t) { return s.finish[t]; },
+                                  [&](std::uint32_t task) { return s.task_done[task]; }));
+      waits = true;
+    }
     return std::max(local, waits ? ready + sync.hop_ns : 0.0);
   }
 
@@ -130,11 +147,7 @@ struct Replay {
       } else {
         b = block_of[g];
       }
-      double claimed = std::max(s.free_at[b], start) + sync.dispatch_ns;
-      if (dynamic) { // tickets are taken one after another
-        claimed = std::max(claimed, s.last_claim + sync.claim_interval_ns);
-        s.last_claim = claimed;
-      }
+      const double claimed = std::max(s.free_at[b], start) + sync.dispatch_ns;
       const double done = std::max(claimed, ready_time(g, s)) + body(g) + sync.signal_ns;
       s.finish[g] = done;
       s.free_at[b] = done;
@@ -150,8 +163,7 @@ struct Replay {
   double makespan() const {
     const auto tiles = static_cast<std::uint32_t>(p.tiles.size());
     State s{std::vector<double>(tiles, 0.0), std::vector<double>(p.tasks.size(), 0.0),
-            std::vector<double>(std::max<std::uint32_t>(p.grid_blocks, 1), 0.0),
-            -std::numeric_limits<double>::infinity()};
+            std::vector<double>(std::max<std::uint32_t>(p.grid_blocks, 1), 0.0)};
     std::vector<std::uint32_t> block_of;
     if (p.schedule == Schedule::static_list && !p.block_begin.empty()) {
       block_of.assign(tiles, 0);
@@ -307,8 +319,6 @@ CalibrationSamples samples_from_json(const nlohmann::json& j) {
     c.signal_ns = values(field(k, "signal_ns"), "configs." + key + ".signal_ns");
     c.hop_ns = values(field(k, "hop_ns"), "configs." + key + ".hop_ns");
     c.barrier_ns = values(field(k, "barrier_ns"), "configs." + key + ".barrier_ns");
-    if (k.contains("claim_interval_ns"))
-      c.claim_interval_ns = values(k.at("claim_interval_ns"), "configs." + key + ".claim_interval_ns");
   }
   return s;
 }
@@ -346,13 +356,8 @@ nlohmann::json calibration_json(const Calibration& c) {
                    {"ns_per_shared_byte", b.ns_per_shared_byte},
                    {"samples", b.samples}};
   for (const auto& [key, k] : c.configs)
-    configs[key] = {{"overhead_ns", k.overhead_ns},
-                    {"dispatch_ns", k.dispatch_ns},
-                    {"signal_ns", k.signal_ns},
-                    {"hop_ns", k.hop_ns},
-                    {"barrier_ns", k.barrier_ns},
-                    {"claim_interval_ns", k.claim_interval_ns},
-                    {"runs", k.runs}};
+    configs[key] = {{"overhead_ns", k.overhead_ns}, {"dispatch_ns", k.dispatch_ns}, {"signal_ns", k.signal_ns},
+                    {"hop_ns", k.hop_ns},           {"barrier_ns", k.barrier_ns},   {"runs", k.runs}};
   nlohmann::json j = {{"device", c.device}, {"bodies", bodies}, {"configs", configs}};
   if (!c.samples.bodies.empty() || !c.samples.configs.empty()) {
     nlohmann::json sb = nlohmann::json::object(), sc = nlohmann::json::object();
@@ -363,9 +368,11 @@ nlohmann::json calibration_json(const Calibration& c) {
       sb[key] = rows;
     }
     for (const auto& [key, k] : c.samples.configs)
-      sc[key] = {{"overhead_ns", k.overhead_ns}, {"dispatch_ns", k.dispatch_ns},
-                 {"signal_ns", k.signal_ns},     {"hop_ns", k.hop_ns},
-                 {"barrier_ns", k.barrier_ns},   {"claim_interval_ns", k.claim_interval_ns}};
+      sc[key] = {{"overhead_ns", k.overhead_ns},
+                 {"dispatch_ns", k.dispatch_ns},
+                 {"signal_ns", k.signal_ns},
+                 {"hop_ns", k.hop_ns},
+                 {"barrier_ns", k.barrier_ns}};
     j["samples"] = {{"bodies", sb}, {"configs", sc}};
   }
   if (c.gpu.sm_count > 0)
@@ -398,13 +405,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   if (j.contains("samples"))
     c.samples = samples_from_json(j.at("samples"));
   for (const auto& [key, k] : field(j, "configs").items())
-    c.configs[key] = {number(k, "overhead_ns"),
-                      number(k, "dispatch_ns"),
-                      number(k, "signal_ns"),
-                      number(k, "hop_ns"),
-                      number(k, "barrier_ns"),
-                      static_cast<std::size_t>(number(k, "runs")),
-                      k.contains("claim_interval_ns") ? number(k, "claim_interval_ns") : 0.0};
+    c.configs[key] = {number(k, "overhead_ns"), number(k, "dispatch_ns"), number(k, "signal_ns"),
+                      number(k, "hop_ns"),      number(k, "barrier_ns"),  static_cast<std::size_t>(number(k, "runs"))};
   return c;
 }
 
@@ -431,14 +433,16 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
       task_signalled[p.tiles[g].task] = std::max(task_signalled[p.tiles[g].task], tr[g].signalled);
     for (std::uint32_t task = 0; task < p.tasks.size(); ++task) {
       const TaskDesc& t = p.tasks[task];
-      std::uint64_t inputs_done = 0;
-      if (t.flags & program::kPollInputs)
-        for (std::uint32_t k = p.pred_begin[task]; k < p.pred_begin[task + 1]; ++k)
-          inputs_done = std::max(inputs_done, task_signalled[p.pred_tasks[k]]);
       std::vector<double> ns;
       double bytes = 0, rows = 0, busy = 0;
       for (std::uint32_t k = 0; k < t.num_tiles; ++k) {
         const program::TileTrace& x = tr[t.first_tile + k];
+        const auto inputs_done =
+            (t.flags & program::kPollInputs)
+                ? static_cast<std::uint64_t>(polled_inputs_ready(
+                      p, t.first_tile + k, [&](std::uint32_t g) { return static_cast<double>(tr[g].signalled); },
+                      [&](std::uint32_t q) { return static_cast<double>(task_signalled[q]); }))
+                : std::uint64_t{0};
         const std::uint64_t start = std::min(x.executed, std::max(x.ready, inputs_done));
         ns.push_back(static_cast<double>(x.executed - start));
         bytes += tile_bytes(t, k);
@@ -471,11 +475,6 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
       else if (producers_done > x.claimed && x.ready >= producers_done)
         cfg.hop_ns.push_back(static_cast<double>(x.ready - producers_done)); // it waited: the hand-off's latency
       cfg.dispatch_ns.push_back(dispatch);
-      // Dynamic claims take tickets in tile order: a claim that began before the previous ticket was taken waited
-      // for it, so the gap between the two is what one claim on the shared ticket takes.
-      if (p.schedule == Schedule::dynamic && g > 0 && x.claim_begin < tr[g - 1].claimed &&
-          x.claimed > tr[g - 1].claimed)
-        cfg.claim_interval_ns.push_back(static_cast<double>(x.claimed - tr[g - 1].claimed));
     }
     // Barriers: from the last signal of a level to the first claim of the next.
     if (is_level_mode(p.mode))
@@ -502,8 +501,8 @@ Calibration fit(const CalibrationSamples& s) {
   for (const auto& [key, points] : s.bodies)
     c.bodies[key] = fit_body(points);
   for (const auto& [key, k] : s.configs)
-    c.configs[key] = {median(k.overhead_ns), median(k.dispatch_ns), median(k.signal_ns),        median(k.hop_ns),
-                      median(k.barrier_ns),  k.overhead_ns.size(),  median(k.claim_interval_ns)};
+    c.configs[key] = {median(k.overhead_ns), median(k.dispatch_ns), median(k.signal_ns),
+                      median(k.hop_ns),      median(k.barrier_ns),  k.overhead_ns.size()};
   return c;
 }
 
@@ -529,6 +528,11 @@ std::vector<Graph> calibration_graphs() {
     g.scan("offsets", "counts", "offsets", ScanFn::sum, true);
     g.scatter("group", "k", "offsets", "order");
     g.select("keep", "x", "kept", "n_kept", CmpFn::gt, 0.0);
+    // Whole-view consumers of a produced buffer (they poll it in sentinel mode).
+    g.add_buffer("act_sum", DType::f32, {1});
+    g.add_buffer("act_pre", DType::f32, {n});
+    g.reduce("act_sum", "act", "act_sum", ReduceFn::sum);
+    g.scan("act_scan", "act", "act_pre", ScanFn::sum);
     graphs.push_back(std::move(g));
   }
   // Row ops over short and long rows, chained so hand-offs and barriers are exercised.
@@ -542,6 +546,8 @@ std::vector<Graph> calibration_graphs() {
     g.softmax("softmax", "m", "p");
     g.scan("cumulative", "p", "c", ScanFn::sum, false, Axis::row);
     g.reduce("row_max", "c", "r", ReduceFn::max, Axis::row);
+    g.add_buffer("q", DType::f32, {rows, cols});
+    g.softmax("softmax_c", "c", "q"); // a softmax of a produced buffer (polled in sentinel mode)
     graphs.push_back(std::move(g));
   }
   // Chains of small row ops, one buffer per op (the lean megakernel's programs on the GPU).

@@ -47,13 +47,11 @@ struct ConfigCost {
   double hop_ns = 0;
   double barrier_ns = 0;
   std::size_t runs = 0;
-  double claim_interval_ns = 0; // dynamic schedule: the least time between two claims on the shared ticket
 };
 
 // What the calibration learns from profiled runs: per body key, each task's median tile body against its tiles' mean
-// bytes, rows and level share; per config, dispatch, signal, hop, barrier and contended claim durations and the run's
-// overhead (median time minus
-// traced makespan). Kept in the calibration file, so a changed fit can be checked without measuring again.
+// bytes, rows and level share; per config, dispatch, signal, hop and barrier durations and the run's overhead (median
+// time minus traced makespan). Kept in the calibration file, so a changed fit can be checked without measuring again.
 struct BodySample {
   double bytes = 0;
   double rows = 0;  // 0 for ops over elements
@@ -64,7 +62,7 @@ struct CalibrationSamples {
   std::string device;
   std::map<std::string, std::vector<BodySample>> bodies;
   struct Config {
-    std::vector<double> overhead_ns, dispatch_ns, signal_ns, hop_ns, barrier_ns, claim_interval_ns;
+    std::vector<double> overhead_ns, dispatch_ns, signal_ns, hop_ns, barrier_ns;
   };
   std::map<std::string, Config> configs;
 };

@@ -81,12 +81,8 @@ TEST(Predict, IndependentTilesSpreadOverTheBlocks) {
   LoweredProgram p = plan_run(g, o).program;
   const auto tiles = static_cast<double>(p.tiles.size());
   ASSERT_EQ(tiles, 64);
-  Calibration c = flat_calibration(p);
-  const Prediction pr = predict(p, false, c);
+  const Prediction pr = predict(p, false, flat_calibration(p));
   EXPECT_DOUBLE_EQ(pr.makespan_ns, std::ceil(tiles / 4) * (kDispatch + kBody + kSignal));
-  // Claims on the shared ticket one after another: with a claim taking longer than a body, the ticket bounds it.
-  c.configs.begin()->second.claim_interval_ns = 2 * kBody;
-  EXPECT_DOUBLE_EQ(predict(p, false, c).makespan_ns, kDispatch + (tiles - 1) * 2 * kBody + kBody + kSignal);
 }
 
 TEST(Predict, BodiesGrowWithBytesAndMissingCostsAreNamed) {
