@@ -81,7 +81,7 @@ std::map<std::pair<std::string, std::string>, double> recorded_measurements(cons
 
 } // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::string calibration_file, measured_file;
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -169,4 +169,13 @@ int main(int argc, char** argv) {
   report.add({{"summary", true}, {"configurations", all.size()}, {"median_abs_error", med}, {"p90_abs_error", p90}});
   report.write(args.json_path);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) { // a file that cannot be read or is not what it should be, a failed run
+    fmt::print(stderr, "gridflow_bench_predict: {}\n", e.what());
+    return 2;
+  }
 }

@@ -208,12 +208,17 @@ bool solve_features(const std::vector<BodySample>& s, const std::array<bool, kFe
       a[i][k] += w * f[idx[i]] * x.ns;
     }
   }
-  for (std::size_t col = 0; col < k; ++col) { // Gauss-Jordan with partial pivoting
+  // Gauss-Jordan with partial pivoting. A pivot far below its column's own diagonal means the features are collinear
+  // (the terms have different units, so each column is judged against itself).
+  double diagonal[kFeatures] = {};
+  for (std::size_t i = 0; i < k; ++i)
+    diagonal[i] = a[i][i];
+  for (std::size_t col = 0; col < k; ++col) {
     std::size_t pivot = col;
     for (std::size_t r = col + 1; r < k; ++r)
       if (std::fabs(a[r][col]) > std::fabs(a[pivot][col]))
         pivot = r;
-    if (std::fabs(a[pivot][col]) < 1e-12 * std::max(1.0, std::fabs(a[col][col])) || a[pivot][col] == 0.0)
+    if (!(std::fabs(a[pivot][col]) > 1e-10 * diagonal[col]))
       return false;
     std::swap(a[col], a[pivot]);
     for (std::size_t r = 0; r < k; ++r)
@@ -388,15 +393,22 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   c.device = device.is_string() ? device.get<std::string>() : "";
   if (j.contains("gpu")) { // absent from calibrations that did not record their GPU
     const nlohmann::json& gpu = j.at("gpu");
-    const auto count = [&](const char* name) {
+    const auto count = [&](const char* name, double most) {
       const double v = number(gpu, name);
-      if (v < 1 || v > 1 << 20 || v != std::floor(v))
-        throw GraphError(fmt::format("calibration: gpu.{} must be a whole number from 1 to 2^20", name));
+      if (v < 1 || v > most || v != std::floor(v))
+        throw GraphError(fmt::format("calibration: gpu.{} must be a whole number from 1 to {}", name, most));
       return static_cast<std::uint32_t>(v);
     };
-    c.gpu.threads_per_block = count("threads_per_block");
-    c.gpu.sm_count = count("sm_count");
-    c.gpu.max_blocks_per_sm = count("max_blocks_per_sm");
+    // Bounds a GPU has (CUDA allows at most 32 resident blocks per SM), so the grid a program is lowered for stays
+    // small and its product cannot overflow.
+    c.gpu.threads_per_block = count("threads_per_block", 1024);
+    c.gpu.sm_count = count("sm_count", 4096);
+    c.gpu.max_blocks_per_sm = count("max_blocks_per_sm", 32);
+    if (std::find(std::begin(kGpuThreadChoices), std::end(kGpuThreadChoices), c.gpu.threads_per_block) ==
+        std::end(kGpuThreadChoices))
+      throw GraphError(fmt::format("calibration: gpu.threads_per_block = {}: the megakernel is compiled for 128, 256, "
+                                   "512 and 1024",
+                                   c.gpu.threads_per_block));
   }
   for (const auto& [key, b] : field(j, "bodies").items())
     c.bodies[key] = {number(b, "fixed_ns"), number(b, "ns_per_byte"), static_cast<std::size_t>(number(b, "samples")),
@@ -424,9 +436,9 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
       continue; // not traced, or a tile that did not run
     const bool lean = runs_lean(p, backend);
     CalibrationSamples::Config& cfg = samples.configs[config_key(p, lean)];
-    // Bodies: each task's median tile body against its tiles' mean bytes and rows. A tile that polls its inputs
-    // (sentinel mode) waits inside its body: its body starts once the producer tasks' last tiles signalled, as the
-    // replay has it.
+    // Bodies: each task's median tile body against its tiles' mean bytes, rows and level share. A tile that polls its
+    // inputs (sentinel mode) waits inside its body: its body starts once they are written (polled_inputs_ready), as
+    // the replay has it.
     const std::vector<double> share = level_shares(p);
     std::vector<std::uint64_t> task_signalled(p.tasks.size(), 0);
     for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
@@ -644,7 +656,7 @@ std::vector<PredictionRow> predict_graph(const Graph& g, const SessionOptions& b
     measured = profile(g, po);
   }
   const bool for_calibrated_gpu = !measure && base.backend == Backend::gpu && c.gpu.sm_count > 0;
-  const Analysis analysis = analyze(g);
+  const Analysis analysis = for_calibrated_gpu ? analyze(g) : Analysis{}; // plan_run analyzes for itself
   std::vector<PredictionRow> rows;
   for (SyncMode mode : kAllSyncModes)
     for (Schedule schedule : {Schedule::dynamic, Schedule::static_list}) {

@@ -140,6 +140,14 @@ TEST(Predict, CalibrationJsonKeepsTheGpuTheSamplesAndRowCosts) {
   nlohmann::json j = calibration_json(c);
   j["gpu"]["sm_count"] = 0.5;
   EXPECT_THROW(calibration_from_json(j), GraphError);
+  j["gpu"]["sm_count"] = 1 << 20; // a grid no GPU has
+  EXPECT_THROW(calibration_from_json(j), GraphError);
+  j = calibration_json(c);
+  j["gpu"]["max_blocks_per_sm"] = 1000;
+  EXPECT_THROW(calibration_from_json(j), GraphError);
+  j = calibration_json(c);
+  j["gpu"]["threads_per_block"] = 100; // not a compiled block size
+  EXPECT_THROW(calibration_from_json(j), GraphError);
   j = calibration_json(c);
   j["samples"]["bodies"]["softmax_rows/short-rows"][0] = {1, 2, 3};
   try {
