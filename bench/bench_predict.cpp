@@ -121,7 +121,7 @@ int run(int argc, char** argv) {
   }
   if (offline && !c.samples.bodies.empty()) { // the costs as this build's fit makes them from the recorded samples
     const GpuShape gpu = c.gpu;
-    c = fit(c.samples);
+    c = fit(c.samples, c.l2_bytes);
     c.gpu = gpu;
   }
   if (offline && c.gpu.sm_count == 0) {

@@ -14,6 +14,25 @@ constexpr int scan_items_for(int threads) {
 inline constexpr int kWarpRowValues = 32;
 inline constexpr long long kShortRowMaxCols = 32LL * kWarpRowValues;
 
+// Short softmax rows take one of two shapes (kernels/device/softmax.cuh), which the predictor costs too:
+//   * a warp per row (warp_softmax_row), when the tile has a row for every warp or rows of at most 128 elements;
+//   * a group of G warps per row (group_softmax_rows), G the smallest power of two with 128 G >= n, when the tile
+//     has fewer rows than the block has warps: a one-row tile spreads its row over the block instead of leaving
+//     7 of 8 warps idle behind one warp's 32 serial values.
+// The shape depends only on (rows in the tile, n, warps), never on the access policies, so a polled (sentinel) run
+// folds bit-identically to a plain one. Returns G (1: a warp per row).
+constexpr int short_row_group_warps(long long rows, long long n, int warps) {
+  const long long need = (n + 127) / 128; // warps that hold the row at one float4 quad per thread
+  if (rows >= warps || need <= 1 || need > warps)
+    return 1;
+  int g = 1;
+  while (g < need)
+    g *= 2;
+  return g;
+}
+static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_group_warps(8, kShortRowMaxCols, 8) == 1);
+static_assert(short_row_group_warps(3, 129, 8) == 2 && short_row_group_warps(1, 1000, 4) == 1);
+
 // Lean row tiles (kernels/device/lean_rows.cuh): rows of up to lean_max_cols(threads) columns, the whole block per row,
 // kLeanVecs 4-element groups per thread, in tiles of at most kLeanMaxTileRows rows. The lowering aims small row ops at
 // them; both megakernels run such tiles with the lean bodies.

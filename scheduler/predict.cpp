@@ -1,6 +1,7 @@
 #include "scheduler/predict.hpp"
 
 #include "kernels/tile_shapes.hpp"
+#include "runtime/device.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/lean_program.hpp"
 #include "runtime/op_traits.hpp"
@@ -46,6 +47,47 @@ double tile_bytes(const TaskDesc& t, std::uint32_t k) {
 // Rows tile k of a row op covers (0 for ops over elements).
 double tile_rows(const TaskDesc& t, std::uint32_t k) {
   return program::is_row_op(t.opcode) ? static_cast<double>(program::tile_items(t, k).size()) : 0.0;
+}
+
+// The rows of tile k of a row op that one warp, group of warps or the block takes in turn at `threads` (0 for ops
+// over elements): short rows go a warp per row, softmax's a group of warps per row where the tile has fewer rows
+// than the block has warps (kernels::short_row_group_warps); lean and long rows go the whole block per row.
+double row_passes(const TaskDesc& t, std::uint32_t k, std::uint32_t threads) {
+  if (!program::is_row_op(t.opcode))
+    return 0.0;
+  const std::int64_t rows = program::tile_items(t, k).size();
+  if (program::lean_rows(t, static_cast<int>(threads)) || t.cols > kernels::kShortRowMaxCols)
+    return static_cast<double>(rows);
+  const int warps = std::max<int>(1, static_cast<int>(threads / 32));
+  const int group = t.opcode == static_cast<std::uint32_t>(program::Opcode::softmax_rows)
+                        ? kernels::short_row_group_warps(rows, t.cols, warps)
+                        : 1;
+  const std::int64_t at_once = std::max(1, warps / group);
+  return static_cast<double>((rows + at_once - 1) / at_once);
+}
+
+// Bytes all tiles of `t` read and write.
+double task_bytes(const TaskDesc& t) {
+  double bytes = 0.0;
+  for (std::uint32_t k = 0; k < t.num_tiles; ++k)
+    bytes += tile_bytes(t, k);
+  return bytes;
+}
+
+// The fraction of a task's bytes beyond what an L2 cache of `l2_bytes` holds (0 when it fits or the size is not known).
+double dram_fraction(double task_bytes, double l2_bytes) {
+  return l2_bytes > 0 && task_bytes > l2_bytes ? 1.0 - l2_bytes / task_bytes : 0.0;
+}
+
+// Bytes a sentinel-mode run pre-fills with the sentinel before its megakernel runs (0 in other modes).
+double fill_bytes(const LoweredProgram& p) {
+  if (p.mode != SyncMode::sentinel)
+    return 0.0;
+  const std::vector<std::int64_t> ranges = sentinel_ranges(p);
+  double elements = 0.0;
+  for (std::size_t b = 1; b < ranges.size(); b += 2)
+    elements += static_cast<double>(ranges[b]);
+  return 4.0 * elements;
 }
 
 // When the inputs of tile g of a task that polls them (sentinel mode) are all written, from when each producer tile
@@ -182,16 +224,23 @@ struct Replay {
   }
 };
 
-constexpr int kFeatures = 4; // a body's cost terms: 1, rows, bytes, bytes x share
+// A body's cost terms: 1, row passes, bytes, bytes x share, bytes x share x dram fraction (BodyCost).
+constexpr int kFeatures = 5;
 using Features = std::array<double, kFeatures>;
 
-Features features(const BodySample& x) {
-  return {1.0, x.rows, x.bytes, x.bytes * x.share};
+Features features(double bytes, double passes, double share, double dram) {
+  return {1.0, passes, bytes, bytes * share, bytes * share * dram};
 }
 
-// Weighted least squares of ns ~ sum_j c_j f_j over the samples for the features `use`, weights 1 / ns^2 so every
-// sample counts by its relative error. False when the system is singular or a c_j < 0.
-bool solve_features(const std::vector<BodySample>& s, const std::array<bool, kFeatures>& use, Features& c,
+// One observation of a linear cost: its terms and the time measured.
+struct Observation {
+  Features f{};
+  double ns = 0;
+};
+
+// Weighted least squares of ns ~ sum_j c_j f_j over the observations for the features `use`, weights 1 / ns^2 so
+// every observation counts by its relative error. False when the system is singular or a c_j < 0.
+bool solve_features(const std::vector<Observation>& s, const std::array<bool, kFeatures>& use, Features& c,
                     double& rss) {
   std::vector<int> idx;
   for (int j = 0; j < kFeatures; ++j)
@@ -199,9 +248,9 @@ bool solve_features(const std::vector<BodySample>& s, const std::array<bool, kFe
       idx.push_back(j);
   const std::size_t k = idx.size();
   double a[kFeatures][kFeatures + 1] = {};
-  for (const BodySample& x : s) {
+  for (const Observation& x : s) {
     const double w = 1.0 / std::max(x.ns * x.ns, 1.0);
-    const Features f = features(x);
+    const Features& f = x.f;
     for (std::size_t i = 0; i < k; ++i) {
       for (std::size_t j = 0; j < k; ++j)
         a[i][j] += w * f[idx[i]] * f[idx[j]];
@@ -235,31 +284,25 @@ bool solve_features(const std::vector<BodySample>& s, const std::array<bool, kFe
       return false;
   }
   rss = 0.0;
-  for (const BodySample& x : s) {
-    const Features f = features(x);
+  for (const Observation& x : s) {
     double y = 0.0;
     for (int j = 0; j < kFeatures; ++j)
-      y += c[j] * f[j];
+      y += c[j] * x.f[j];
     const double e = (y - x.ns) / std::max(x.ns, 1.0);
     rss += e * e;
   }
   return true;
 }
 
-// A body's cost from its samples: of the non-negative fits over subsets of its terms (fixed, per row, per byte, per
-// byte scaled by the level's share of the grid), the one with the least Bayesian information criterion (relative
-// residuals), so a term is kept only where the samples vary enough to show it; with no fit at all, the median.
-BodyCost fit_body(const std::vector<BodySample>& s) {
-  BodyCost c;
-  c.samples = s.size();
-  if (s.empty())
-    return c;
-  std::vector<double> ys;
-  for (const BodySample& x : s)
-    ys.push_back(x.ns);
+// Of the non-negative fits over subsets of the terms `allowed`, the one with the least Bayesian information criterion
+// (relative residuals), so a term is kept only where the observations vary enough to show it; nullopt when none fits.
+std::optional<Features> fit_terms(const std::vector<Observation>& s, int allowed) {
   const auto n = static_cast<double>(s.size());
   double best = std::numeric_limits<double>::infinity();
+  std::optional<Features> out;
   for (int mask = 1; mask < 1 << kFeatures; ++mask) {
+    if ((mask & ~allowed) != 0)
+      continue;
     std::array<bool, kFeatures> use{};
     int k = 0;
     for (int j = 0; j < kFeatures; ++j)
@@ -271,12 +314,51 @@ BodyCost fit_body(const std::vector<BodySample>& s) {
     const double bic = n * std::log(std::max(rss, 1e-12) / n) + k * std::log(n);
     if (bic < best) {
       best = bic;
-      c.fixed_ns = coef[0], c.ns_per_row = coef[1], c.ns_per_byte = coef[2], c.ns_per_shared_byte = coef[3];
+      out = coef;
     }
   }
-  if (!std::isfinite(best))
+  return out;
+}
+
+// A body's cost from its samples (BodyCost's terms, fit_terms); with no fit at all, the median.
+BodyCost fit_body(const std::vector<BodySample>& s, double l2_bytes) {
+  BodyCost c;
+  c.samples = s.size();
+  if (s.empty())
+    return c;
+  std::vector<Observation> obs;
+  std::vector<double> ys;
+  for (const BodySample& x : s) {
+    obs.push_back({features(x.bytes, x.passes, x.share, dram_fraction(x.task_bytes, l2_bytes)), x.ns});
+    ys.push_back(x.ns);
+  }
+  if (const std::optional<Features> coef = fit_terms(obs, (1 << kFeatures) - 1)) {
+    const Features& k = *coef;
+    c.fixed_ns = k[0], c.ns_per_row = k[1], c.ns_per_byte = k[2], c.ns_per_shared_byte = k[3],
+    c.ns_per_dram_byte = k[4];
+  } else {
     c.fixed_ns = median(ys);
+  }
   return c;
+}
+
+// A configuration's overhead: the median of its runs' overheads beyond a per-byte cost of the sentinel fill, which is
+// fitted (fixed and per byte, fit_terms) where the runs filled different amounts.
+void fit_overhead(const CalibrationSamples::Config& k, ConfigCost& c) {
+  c.ns_per_fill_byte = 0.0;
+  const bool filled = k.fill_bytes.size() == k.overhead_ns.size() &&
+                      std::any_of(k.fill_bytes.begin(), k.fill_bytes.end(), [](double b) { return b > 0; });
+  if (filled) {
+    std::vector<Observation> obs;
+    for (std::size_t i = 0; i < k.overhead_ns.size(); ++i)
+      obs.push_back({features(k.fill_bytes[i], 0, 0, 0), k.overhead_ns[i]});
+    if (const std::optional<Features> coef = fit_terms(obs, 1 << 0 | 1 << 2))
+      c.ns_per_fill_byte = (*coef)[2];
+  }
+  std::vector<double> beyond;
+  for (std::size_t i = 0; i < k.overhead_ns.size(); ++i)
+    beyond.push_back(k.overhead_ns[i] - (filled ? c.ns_per_fill_byte * k.fill_bytes[i] : 0.0));
+  c.overhead_ns = std::max(0.0, median(beyond));
 }
 
 const nlohmann::json& field(const nlohmann::json& j, const char* name) {
@@ -312,9 +394,11 @@ CalibrationSamples samples_from_json(const nlohmann::json& j) {
       throw GraphError(fmt::format("calibration: samples.bodies.{} must be an array", key));
     for (const nlohmann::json& row : list) {
       const std::vector<double> v = values(row, "bodies." + key);
-      if (v.size() != 4)
-        throw GraphError(fmt::format("calibration: samples.bodies.{} holds [bytes, rows, share, ns] rows", key));
-      s.bodies[key].push_back({v[0], v[1], v[2], v[3]});
+      if (v.size() != 4 && v.size() != 6)
+        throw GraphError(
+            fmt::format("calibration: samples.bodies.{} holds [bytes, rows, share, ns, passes, task bytes] rows", key));
+      // Files that did not record passes and task bytes: a warp per row, no stream missing the L2.
+      s.bodies[key].push_back({v[0], v[1], v[2], v[3], v.size() == 6 ? v[4] : v[1], v.size() == 6 ? v[5] : 0.0});
     }
   }
   for (const auto& [key, k] : field(j, "configs").items()) {
@@ -324,6 +408,13 @@ CalibrationSamples samples_from_json(const nlohmann::json& j) {
     c.signal_ns = values(field(k, "signal_ns"), "configs." + key + ".signal_ns");
     c.hop_ns = values(field(k, "hop_ns"), "configs." + key + ".hop_ns");
     c.barrier_ns = values(field(k, "barrier_ns"), "configs." + key + ".barrier_ns");
+    if (k.contains("fill_bytes")) {
+      c.fill_bytes = values(k.at("fill_bytes"), "configs." + key + ".fill_bytes");
+      if (c.fill_bytes.size() != c.overhead_ns.size())
+        throw GraphError(fmt::format("calibration: samples.configs.{}.fill_bytes must hold one value per overhead_ns "
+                                     "sample ({}, not {})",
+                                     key, c.overhead_ns.size(), c.fill_bytes.size()));
+    }
   }
   return s;
 }
@@ -359,31 +450,41 @@ nlohmann::json calibration_json(const Calibration& c) {
                    {"ns_per_row", b.ns_per_row},
                    {"ns_per_byte", b.ns_per_byte},
                    {"ns_per_shared_byte", b.ns_per_shared_byte},
+                   {"ns_per_dram_byte", b.ns_per_dram_byte},
                    {"samples", b.samples}};
   for (const auto& [key, k] : c.configs)
-    configs[key] = {{"overhead_ns", k.overhead_ns}, {"dispatch_ns", k.dispatch_ns}, {"signal_ns", k.signal_ns},
-                    {"hop_ns", k.hop_ns},           {"barrier_ns", k.barrier_ns},   {"runs", k.runs}};
+    configs[key] = {{"overhead_ns", k.overhead_ns},
+                    {"dispatch_ns", k.dispatch_ns},
+                    {"signal_ns", k.signal_ns},
+                    {"hop_ns", k.hop_ns},
+                    {"barrier_ns", k.barrier_ns},
+                    {"ns_per_fill_byte", k.ns_per_fill_byte},
+                    {"runs", k.runs}};
   nlohmann::json j = {{"device", c.device}, {"bodies", bodies}, {"configs", configs}};
   if (!c.samples.bodies.empty() || !c.samples.configs.empty()) {
     nlohmann::json sb = nlohmann::json::object(), sc = nlohmann::json::object();
     for (const auto& [key, list] : c.samples.bodies) {
       nlohmann::json rows = nlohmann::json::array();
       for (const BodySample& x : list)
-        rows.push_back({x.bytes, x.rows, x.share, x.ns});
+        rows.push_back({x.bytes, x.rows, x.share, x.ns, x.passes, x.task_bytes});
       sb[key] = rows;
     }
-    for (const auto& [key, k] : c.samples.configs)
+    for (const auto& [key, k] : c.samples.configs) {
       sc[key] = {{"overhead_ns", k.overhead_ns},
                  {"dispatch_ns", k.dispatch_ns},
                  {"signal_ns", k.signal_ns},
                  {"hop_ns", k.hop_ns},
                  {"barrier_ns", k.barrier_ns}};
+      if (!k.fill_bytes.empty())
+        sc[key]["fill_bytes"] = k.fill_bytes;
+    }
     j["samples"] = {{"bodies", sb}, {"configs", sc}};
   }
   if (c.gpu.sm_count > 0)
     j["gpu"] = {{"threads_per_block", c.gpu.threads_per_block},
                 {"sm_count", c.gpu.sm_count},
-                {"max_blocks_per_sm", c.gpu.max_blocks_per_sm}};
+                {"max_blocks_per_sm", c.gpu.max_blocks_per_sm},
+                {"l2_bytes", c.l2_bytes}};
   return j;
 }
 
@@ -409,16 +510,23 @@ Calibration calibration_from_json(const nlohmann::json& j) {
       throw GraphError(fmt::format("calibration: gpu.threads_per_block = {}: the megakernel is compiled for 128, 256, "
                                    "512 and 1024",
                                    c.gpu.threads_per_block));
+    if (gpu.contains("l2_bytes")) // absent from calibrations that did not record it
+      c.l2_bytes = number(gpu, "l2_bytes");
   }
+  const auto optional = [](const nlohmann::json& k, const char* name) {
+    return k.contains(name) ? number(k, name) : 0.0;
+  };
   for (const auto& [key, b] : field(j, "bodies").items())
-    c.bodies[key] = {number(b, "fixed_ns"), number(b, "ns_per_byte"), static_cast<std::size_t>(number(b, "samples")),
-                     b.contains("ns_per_row") ? number(b, "ns_per_row") : 0.0,
-                     b.contains("ns_per_shared_byte") ? number(b, "ns_per_shared_byte") : 0.0};
+    c.bodies[key] = {
+        number(b, "fixed_ns"),     number(b, "ns_per_byte"),          static_cast<std::size_t>(number(b, "samples")),
+        optional(b, "ns_per_row"), optional(b, "ns_per_shared_byte"), optional(b, "ns_per_dram_byte")};
   if (j.contains("samples"))
     c.samples = samples_from_json(j.at("samples"));
   for (const auto& [key, k] : field(j, "configs").items())
-    c.configs[key] = {number(k, "overhead_ns"), number(k, "dispatch_ns"), number(k, "signal_ns"),
-                      number(k, "hop_ns"),      number(k, "barrier_ns"),  static_cast<std::size_t>(number(k, "runs"))};
+    c.configs[key] = {number(k, "overhead_ns"),       number(k, "dispatch_ns"),
+                      number(k, "signal_ns"),         number(k, "hop_ns"),
+                      number(k, "barrier_ns"),        static_cast<std::size_t>(number(k, "runs")),
+                      optional(k, "ns_per_fill_byte")};
   return c;
 }
 
@@ -446,7 +554,7 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
     for (std::uint32_t task = 0; task < p.tasks.size(); ++task) {
       const TaskDesc& t = p.tasks[task];
       std::vector<double> ns;
-      double bytes = 0, rows = 0, busy = 0;
+      double bytes = 0, rows = 0, busy = 0, passes = 0;
       for (std::uint32_t k = 0; k < t.num_tiles; ++k) {
         const program::TileTrace& x = tr[t.first_tile + k];
         const auto inputs_done =
@@ -459,11 +567,13 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
         ns.push_back(static_cast<double>(x.executed - start));
         bytes += tile_bytes(t, k);
         rows += tile_rows(t, k);
+        passes += row_passes(t, k, p.threads_per_block);
         busy += share[t.first_tile + k];
       }
       if (!ns.empty()) {
         const auto n = static_cast<double>(ns.size());
-        samples.bodies[body_key(t, p.threads_per_block, lean)].push_back({bytes / n, rows / n, busy / n, median(ns)});
+        samples.bodies[body_key(t, p.threads_per_block, lean)].push_back(
+            {bytes / n, rows / n, busy / n, median(ns), passes / n, bytes});
       }
     }
     // Dispatch, hand-offs, the makespan.
@@ -501,20 +611,26 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
       }
     // Overhead: the timed runs' median beyond the traced makespan.
     for (const ProfileEntry& e : profiled.entries)
-      if (e.executor == pt.executor && t_end > t0)
+      if (e.executor == pt.executor && t_end > t0) {
         cfg.overhead_ns.push_back(std::max(0.0, e.median_ms * 1e6 - static_cast<double>(t_end - t0)));
+        cfg.fill_bytes.push_back(fill_bytes(p));
+      }
   }
 }
 
-Calibration fit(const CalibrationSamples& s) {
+Calibration fit(const CalibrationSamples& s, double l2_bytes) {
   Calibration c;
   c.device = s.device;
+  c.l2_bytes = l2_bytes;
   c.samples = s;
   for (const auto& [key, points] : s.bodies)
-    c.bodies[key] = fit_body(points);
-  for (const auto& [key, k] : s.configs)
-    c.configs[key] = {median(k.overhead_ns), median(k.dispatch_ns), median(k.signal_ns),
-                      median(k.hop_ns),      median(k.barrier_ns),  k.overhead_ns.size()};
+    c.bodies[key] = fit_body(points, l2_bytes);
+  for (const auto& [key, k] : s.configs) {
+    ConfigCost& cost = c.configs[key];
+    cost = {
+        0.0, median(k.dispatch_ns), median(k.signal_ns), median(k.hop_ns), median(k.barrier_ns), k.overhead_ns.size()};
+    fit_overhead(k, cost);
+  }
   return c;
 }
 
@@ -547,9 +663,16 @@ std::vector<Graph> calibration_graphs() {
     g.scan("act_scan", "act", "act_pre", ScanFn::sum);
     graphs.push_back(std::move(g));
   }
-  // Row ops over short and long rows, chained so hand-offs and barriers are exercised.
-  for (const auto& [rows, cols] :
-       {std::pair<std::int64_t, std::int64_t>{8192, 128}, {4096, 256}, {2048, 512}, {512, 3072}, {64, 16384}}) {
+  // Row ops over short and long rows, chained so hand-offs and barriers are exercised: in the L2 cache (4-6 MB
+  // buffers), and streamed from DRAM (96 MB; a warp group per 768-column row, long rows streamed through the ring).
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{8192, 128},
+                                   {4096, 256},
+                                   {2048, 512},
+                                   {2048, 768},
+                                   {512, 3072},
+                                   {64, 16384},
+                                   {32768, 768},
+                                   {2048, 12288}}) {
     Graph g(fmt::format("calibrate-rows-{}x{}", rows, cols));
     g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-3, 3, 5});
     g.add_buffer("p", DType::f32, {rows, cols});
@@ -562,21 +685,29 @@ std::vector<Graph> calibration_graphs() {
     g.softmax("softmax_c", "c", "q"); // a softmax of a produced buffer (polled in sentinel mode)
     graphs.push_back(std::move(g));
   }
-  // Chains of small row ops, one buffer per op (the lean megakernel's programs on the GPU).
-  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{40, 1024}, {128, 256}}) {
-    Graph g(fmt::format("calibrate-row-chain-{}x{}", rows, cols));
-    g.add_buffer("b0", DType::f32, {rows, cols}, InitUniform{-2, 2, 6});
-    constexpr int kOps = 24;
-    for (int k = 1; k <= kOps; ++k) {
-      const std::string in = fmt::format("b{}", k - 1), out = fmt::format("b{}", k);
-      g.add_buffer(out, DType::f32, {rows, cols});
-      if (k % 2)
-        g.softmax(fmt::format("softmax{}", k), in, out);
-      else
-        g.scan(fmt::format("scan{}", k), in, out, ScanFn::max, false, Axis::row);
+  // Chains of small row ops, one buffer per op: alone (the lean megakernel's programs on the GPU), and beside a
+  // whole-view reduce with a row reduce at the end (the same lean row tiles on the general megakernel).
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{40, 1024}, {128, 256}})
+    for (bool general : {false, true}) {
+      Graph g(fmt::format("calibrate-row-chain-{}x{}{}", rows, cols, general ? "-general" : ""));
+      g.add_buffer("b0", DType::f32, {rows, cols}, InitUniform{-2, 2, 6});
+      constexpr int kOps = 24;
+      for (int k = 1; k <= kOps; ++k) {
+        const std::string in = fmt::format("b{}", k - 1), out = fmt::format("b{}", k);
+        g.add_buffer(out, DType::f32, {rows, cols});
+        if (k % 2)
+          g.softmax(fmt::format("softmax{}", k), in, out);
+        else
+          g.scan(fmt::format("scan{}", k), in, out, ScanFn::max, false, Axis::row);
+      }
+      if (general) {
+        g.add_buffer("total", DType::f32, {1});
+        g.add_buffer("row_sums", DType::f32, {rows});
+        g.reduce("total", "b0", "total", ReduceFn::sum);
+        g.reduce("row_sums", fmt::format("b{}", kOps), "row_sums", ReduceFn::sum, Axis::row);
+      }
+      graphs.push_back(std::move(g));
     }
-    graphs.push_back(std::move(g));
-  }
   return graphs;
 }
 
@@ -609,17 +740,21 @@ Prediction predict(const LoweredProgram& p, bool lean, const Calibration& c) {
     }
   }
   const std::vector<double> share = level_shares(p);
+  std::vector<double> dram(p.tasks.size());
+  for (std::uint32_t t = 0; t < p.tasks.size(); ++t)
+    dram[t] = dram_fraction(task_bytes(p.tasks[t]), c.l2_bytes);
   const auto body = [&](std::uint32_t g) {
     const program::TileDesc& tile = p.tiles[g];
     const BodyCost& b = cost[tile.task];
     const TaskDesc& t = p.tasks[tile.task];
-    return b.fixed_ns + b.ns_per_row * tile_rows(t, tile.index) +
-           (b.ns_per_byte + b.ns_per_shared_byte * share[g]) * tile_bytes(t, tile.index);
+    return b.fixed_ns + b.ns_per_row * row_passes(t, tile.index, p.threads_per_block) +
+           (b.ns_per_byte + share[g] * (b.ns_per_shared_byte + dram[tile.task] * b.ns_per_dram_byte)) *
+               tile_bytes(t, tile.index);
   };
   const Replay with_sync{p, body, sync};
   const Replay free_sync{p, body, ConfigCost{}};
   out.makespan_ns = with_sync.makespan();
-  out.elapsed_ms = (sync.overhead_ns + out.makespan_ns) * 1e-6;
+  out.elapsed_ms = (sync.overhead_ns + sync.ns_per_fill_byte * fill_bytes(p) + out.makespan_ns) * 1e-6;
   out.sync_ms = std::max(0.0, out.elapsed_ms - free_sync.makespan() * 1e-6);
   return out;
 }
@@ -639,8 +774,9 @@ Calibration calibrate(const SessionOptions& base, int repeat, const std::functio
     if (progress)
       progress(g.name());
   }
-  Calibration c = fit(samples);
-  if (base.backend == Backend::gpu)
+  const bool gpu = base.backend == Backend::gpu;
+  Calibration c = fit(samples, gpu ? static_cast<double>(probe_gpu().l2_bytes) : 0.0);
+  if (gpu)
     c.gpu = plan_gpu_shape(base.threads_per_block, 0);
   return c;
 }

@@ -2,12 +2,11 @@
 // a calibration of the machine (gridflow calibrate), and the share of that time synchronization costs.
 //
 // The model replays the program's schedule tile by tile:
-//   - a tile's body takes fixed_ns + ns_per_byte x (bytes it reads and writes), per opcode, separately for tiles
-//     that poll their inputs (sentinel mode) and for the lean megakernel;
+//   - a tile's body costs what BodyCost says, per body key (opcode, row path, polled inputs, lean megakernel);
 //   - claiming and staging a tile cost `dispatch_ns` before its body, signalling it `signal_ns` after; a tile that
 //     waits for a producer starts `hop_ns` after the producer's last awaited tile signalled (a dependency on a tile
 //     the same block ran earlier costs none); level modes pay `barrier_ns` between levels; a run pays
-//     `overhead_ns` beyond its makespan (launch, prologue, completion);
+//     `overhead_ns` (plus the sentinel fill, in sentinel mode) beyond its makespan (launch, prologue, completion);
 //   - the dynamic schedule hands the next tile in order to the block that frees first; static lists run as lowered.
 // Every cost comes from traced runs of calibration graphs whose shapes differ from the graphs predicted.
 // "Synchronization" is what the run would lose were dispatch, hand-offs, barriers and overhead free: the predicted
@@ -28,15 +27,21 @@
 
 namespace gridflow {
 
-// A tile's body: fixed_ns + ns_per_row x (its rows; row ops only) + (ns_per_byte + ns_per_shared_byte x share) x (the
-// bytes it reads and writes), where share is the fraction of the grid its level keeps busy (capped at 1): the memory
-// system's bandwidth is divided among the blocks streaming at once.
+// A tile's body: fixed_ns + ns_per_row x (its row passes; row ops only) + (ns_per_byte + share x (ns_per_shared_byte +
+// dram x ns_per_dram_byte)) x (the bytes it reads and writes), where
+//   - a row pass is the rows one warp, group of warps or block takes in turn (row_passes in predict.cpp): a tile of
+//     four 1024-column softmax rows on eight warps takes four passes of the whole block, eight 512-column rows one;
+//   - share is the fraction of the grid its level keeps busy (capped at 1): the memory system's bandwidth is
+//     divided among the blocks streaming at once;
+//   - dram is the fraction of its task's bytes beyond what the L2 cache holds (1 - L2 / task bytes, at least 0):
+//     streams that miss the L2 are served at the DRAM's bandwidth.
 struct BodyCost {
   double fixed_ns = 0;
   double ns_per_byte = 0;
   std::size_t samples = 0; // tasks it was fitted on
   double ns_per_row = 0;
   double ns_per_shared_byte = 0;
+  double ns_per_dram_byte = 0;
 };
 
 // The costs of one executor configuration ("flags static", "flags static lean", ...).
@@ -47,22 +52,27 @@ struct ConfigCost {
   double hop_ns = 0;
   double barrier_ns = 0;
   std::size_t runs = 0;
+  double ns_per_fill_byte = 0; // sentinel mode: overhead per byte of outputs pre-filled with the sentinel
 };
 
 // What the calibration learns from profiled runs: per body key, each task's median tile body against its tiles' mean
-// bytes, rows and level share; per config, dispatch, signal, hop and barrier durations and the run's overhead (median
-// time minus traced makespan). Kept in the calibration file, so a changed fit can be checked without measuring again.
+// bytes, rows, row passes and level share and the task's bytes; per config, dispatch, signal, hop and barrier
+// durations and the run's overhead (median time minus traced makespan) with the bytes its sentinel fill wrote. Kept
+// in the calibration file, so a changed fit can be checked without measuring again.
 struct BodySample {
   double bytes = 0;
   double rows = 0;  // 0 for ops over elements
   double share = 0; // the fraction of the grid the task's level keeps busy
   double ns = 0;
+  double passes = 0;     // row passes (row_passes); files that did not record them: rows
+  double task_bytes = 0; // the whole task's bytes (0: not recorded)
 };
 struct CalibrationSamples {
   std::string device;
   std::map<std::string, std::vector<BodySample>> bodies;
   struct Config {
     std::vector<double> overhead_ns, dispatch_ns, signal_ns, hop_ns, barrier_ns;
+    std::vector<double> fill_bytes; // per overhead_ns sample: the bytes the sentinel fill wrote (empty: none)
   };
   std::map<std::string, Config> configs;
 };
@@ -72,6 +82,7 @@ struct Calibration {
   // The GPU it was measured on, as plan_gpu_shape described it: SM count and the megakernel's occupancy limit at the
   // calibrated threads per block (sm_count 0: not recorded). Lets predict_graph lower for that GPU without one.
   GpuShape gpu;
+  double l2_bytes = 0; // that GPU's L2 cache (0: not recorded; no stream is then costed as missing it)
   std::map<std::string, BodyCost> bodies;    // body_key()
   std::map<std::string, ConfigCost> configs; // config_key()
   CalibrationSamples samples;                // what the costs were fitted on (empty in files that did not keep it)
@@ -89,11 +100,13 @@ std::string config_key(const LoweredProgram& p, bool lean);
 bool runs_lean(const LoweredProgram& p, Backend backend);
 
 void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamples& samples);
-// The costs from the samples (the calibration keeps the samples and names no GPU; calibrate() adds it).
-Calibration fit(const CalibrationSamples& samples);
+// The costs from the samples, for a GPU with `l2_bytes` of L2 cache (the calibration keeps the samples and names no
+// GPU shape; calibrate() adds it).
+Calibration fit(const CalibrationSamples& samples, double l2_bytes);
 
-// The calibration graphs: every whole-view op at three sizes, row ops over short and long rows, chains of small
-// row ops; hand-offs and barriers in all of them. None has the shape of an example or bench graph.
+// The calibration graphs: every whole-view op at three sizes, row ops over short and long rows in the L2 cache and
+// beyond it, chains of small row ops on either megakernel; hand-offs and barriers in all of them. None has the shape
+// of an example or bench graph.
 std::vector<Graph> calibration_graphs();
 
 struct Prediction {

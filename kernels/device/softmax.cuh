@@ -13,7 +13,6 @@
 #include "kernels/tile_shapes.hpp"
 
 #include <cub/block/block_reduce.cuh>
-#include <cuda/std/bit>
 #include <cuda/std/type_traits>
 
 namespace gridflow::kernels {
@@ -131,22 +130,8 @@ __device__ __forceinline__ void store_softmax(Store store, float* y, float x, Ro
   store(y, log ? (x - r.m) - r.log_s : fast_exp(x - r.m) * r.inv_s);
 }
 
-// Short rows (n <= kShortRowMaxCols) are held in registers, one read and one write per element, in one of two
-// shapes:
-//   * a warp per row (warp_softmax_row), when the tile has a row for every warp or rows of at most 128 elements;
-//   * a group of G warps per row (group_softmax_rows), G the smallest power of two with 128 G >= n, when the tile
-//     has fewer rows than the block has warps: a one-row tile spreads its row over the block instead of leaving
-//     7 of 8 warps idle behind one warp's 32 serial values (the softmax chain's tile body: 5.2 -> 3.0 us, H200).
-// The shape depends only on (rows in the tile, n, warps), never on the access policies, so a polled (sentinel) run
-// folds bit-identically to a plain one.
-__host__ __device__ constexpr int short_row_group_warps(long long rows, long long n, int warps) {
-  const long long need = (n + 127) / 128; // warps that hold the row at one float4 quad per thread
-  if (rows >= warps || need <= 1 || need > warps)
-    return 1;
-  return static_cast<int>(cuda::std::bit_ceil(static_cast<unsigned>(need)));
-}
-static_assert(short_row_group_warps(1, kShortRowMaxCols, 8) == 8 && short_row_group_warps(8, kShortRowMaxCols, 8) == 1);
-static_assert(short_row_group_warps(3, 129, 8) == 2 && short_row_group_warps(1, 1000, 4) == 1);
+// Short rows (n <= kShortRowMaxCols) are held in registers, one read and one write per element, a warp or a group
+// of warps per row (kernels/tile_shapes.hpp: short_row_group_warps says which).
 
 // One row (n <= kShortRowMaxCols) held by one warp: lane l owns elements l + 32k, k < 32, scalar accesses (the seeds'
 // warp-per-row softmax). Kept apart from the group path below: a quad layout of 32 values per lane makes ptxas spill

@@ -154,18 +154,19 @@ TEST(Predict, CalibrationJsonKeepsTheGpuTheSamplesAndRowCosts) {
     calibration_from_json(j);
     FAIL() << "expected a GraphError";
   } catch (const GraphError& e) {
-    EXPECT_NE(std::string(e.what()).find("[bytes, rows, share, ns]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[bytes, rows, share, ns, passes, task bytes]"), std::string::npos)
+        << e.what();
   }
 }
 
-// A body whose time grows with its rows at a fixed size in bytes is fitted a cost per row, not per byte; one whose
-// time follows its bytes alone, a cost per byte; one whose cost per byte grows with the grid's share streaming, both
-// byte terms.
+// A body whose time grows with its row passes at a fixed size in bytes is fitted a cost per pass, not per byte; one
+// whose time follows its bytes alone, a cost per byte; one whose cost per byte grows with the grid's share streaming,
+// both byte terms; one whose streams miss the L2 cache, a cost per byte from DRAM.
 TEST(Predict, BodyFitsKeepTheCostsTheSamplesShow) {
   CalibrationSamples s;
   for (double rows : {4.0, 8.0, 16.0, 32.0})
     for (int run = 0; run < 3; ++run)
-      s.bodies["per-row"].push_back({8192, rows, 1.0, 200 + 50 * rows});
+      s.bodies["per-row"].push_back({8192, 8 * rows, 1.0, 200 + 50 * rows, rows, 0});
   for (double bytes : {4096.0, 16384.0, 65536.0})
     s.bodies["per-byte"].push_back({bytes, 0, 1.0, 0.25 * bytes});
   // Bandwidth shared: at a full grid a byte costs 2.5 times what it costs with a tenth of the grid streaming.
@@ -173,7 +174,11 @@ TEST(Predict, BodyFitsKeepTheCostsTheSamplesShow) {
     for (double bytes : {8192.0, 65536.0})
       s.bodies["shared"].push_back({bytes, 0, share, (0.05 + 0.1 * share) * bytes});
   s.bodies["flat"] = {{0, 0, 1, 700}, {0, 0, 1, 900}, {0, 0, 1, 800}};
-  const Calibration c = fit(s);
+  // Tasks of 1, 4 and 16 times the L2's 1000 bytes: 0, 3/4 and 15/16 of their bytes from DRAM at 0.2 ns more each.
+  for (double task : {1000.0, 4000.0, 16000.0})
+    for (double bytes : {100.0, 400.0})
+      s.bodies["dram"].push_back({bytes, 0, 1.0, (0.1 + 0.2 * (1 - std::min(1.0, 1000 / task))) * bytes, 0, task});
+  const Calibration c = fit(s, 1000.0);
   const BodyCost& r = c.bodies.at("per-row");
   EXPECT_NEAR(r.ns_per_row, 50, 1e-6);
   EXPECT_NEAR(r.fixed_ns + r.ns_per_byte * 8192, 200, 1e-3);
@@ -187,7 +192,88 @@ TEST(Predict, BodyFitsKeepTheCostsTheSamplesShow) {
   const BodyCost& sh = c.bodies.at("shared");
   EXPECT_NEAR(sh.ns_per_byte, 0.05, 1e-9);
   EXPECT_NEAR(sh.ns_per_shared_byte, 0.1, 1e-9);
-  EXPECT_EQ(c.samples.bodies.size(), 4u); // kept for a later refit
+  const BodyCost& d = c.bodies.at("dram");
+  EXPECT_NEAR(d.ns_per_byte + d.ns_per_shared_byte, 0.1, 1e-9);
+  EXPECT_NEAR(d.ns_per_dram_byte, 0.2, 1e-9);
+  EXPECT_EQ(c.samples.bodies.size(), 5u); // kept for a later refit
+}
+
+// The overhead of a sentinel-mode configuration is fitted a cost per byte its fill wrote beyond a fixed part; other
+// configurations keep the median of their runs.
+TEST(Predict, SentinelOverheadGrowsWithTheBytesFilled) {
+  CalibrationSamples s;
+  CalibrationSamples::Config& k = s.configs["sentinel dynamic"];
+  for (double bytes : {0.0, 1e6, 4e6, 16e6, 64e6}) {
+    k.overhead_ns.push_back(9000 + 0.002 * bytes);
+    k.fill_bytes.push_back(bytes);
+  }
+  s.configs["flags dynamic"].overhead_ns = {9000, 30000, 8000};
+  const Calibration c = fit(s, 0.0);
+  EXPECT_NEAR(c.configs.at("sentinel dynamic").ns_per_fill_byte, 0.002, 1e-9);
+  EXPECT_NEAR(c.configs.at("sentinel dynamic").overhead_ns, 9000, 1e-3);
+  EXPECT_EQ(c.configs.at("flags dynamic").overhead_ns, 9000);
+  EXPECT_EQ(c.configs.at("flags dynamic").ns_per_fill_byte, 0.0);
+  const Calibration back = calibration_from_json(calibration_json(c));
+  EXPECT_EQ(back.samples.configs.at("sentinel dynamic").fill_bytes, k.fill_bytes);
+  EXPECT_DOUBLE_EQ(back.configs.at("sentinel dynamic").ns_per_fill_byte,
+                   c.configs.at("sentinel dynamic").ns_per_fill_byte);
+  nlohmann::json j = calibration_json(c);
+  j["samples"]["configs"]["sentinel dynamic"]["fill_bytes"].erase(0);
+  try {
+    calibration_from_json(j);
+    FAIL() << "expected a GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("fill_bytes"), std::string::npos) << e.what();
+  }
+  // A sentinel run pays its fill: the bytes of the outputs its consumers poll, at the fitted cost per byte.
+  const Graph g = chain3();
+  const LoweredProgram p = plan_run(g, cpu(SyncMode::sentinel, Schedule::dynamic)).program;
+  Calibration flat = flat_calibration(p);
+  const double without = predict(p, false, flat).elapsed_ms;
+  flat.configs.at(config_key(p, false)).ns_per_fill_byte = 1000;
+  const std::vector<std::int64_t> ranges = sentinel_ranges(p);
+  double filled = 0;
+  for (std::size_t b = 1; b < ranges.size(); b += 2)
+    filled += 4.0 * static_cast<double>(ranges[b]);
+  EXPECT_GT(filled, 0);
+  EXPECT_NEAR(predict(p, false, flat).elapsed_ms, without + 1000 * filled * 1e-6, 1e-9);
+}
+
+// Short softmax rows: a tile with a row per warp takes one pass, a tile of fewer rows than warps spreads each row over
+// the block and takes a pass per row (kernels::short_row_group_warps); a body's cost per pass follows.
+TEST(Predict, ShortRowTilesCostTheirPasses) {
+  const auto one_tile_body = [](std::int64_t rows, std::int64_t cols) {
+    Graph g("rows");
+    g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-1, 1, 2});
+    g.add_buffer("y", DType::f32, {rows, cols});
+    g.softmax("s", "x", "y");
+    SessionOptions o = cpu(SyncMode::flags, Schedule::dynamic, 1);
+    o.tiles.set_row_tile_elements(rows * cols); // one tile
+    const LoweredProgram p = plan_run(g, o).program;
+    EXPECT_EQ(p.tiles.size(), 1u);
+    EXPECT_EQ(p.threads_per_block, 256u); // eight warps
+    Calibration c = flat_calibration(p);
+    c.bodies.begin()->second = {0.0, 0.0, 1, 100.0};
+    return predict(p, false, c).makespan_ns - kDispatch - kSignal;
+  };
+  EXPECT_DOUBLE_EQ(one_tile_body(8, 768), 100);  // a warp per row, one pass
+  EXPECT_DOUBLE_EQ(one_tile_body(16, 768), 200); // two rows per warp
+  EXPECT_DOUBLE_EQ(one_tile_body(6, 768), 600);  // the block per row, six passes
+}
+
+// A task whose bytes exceed the calibrated GPU's L2 pays the cost per byte from DRAM on the share beyond it.
+TEST(Predict, StreamsBeyondTheL2PayDramBytes) {
+  Graph g("big");
+  g.add_buffer("x", DType::f32, {1 << 16}, InitUniform{-1, 1, 2});
+  g.add_buffer("y", DType::f32, {1 << 16});
+  g.map("m", "x", "y", MapFn::tanh);
+  const LoweredProgram p = plan_run(g, cpu(SyncMode::flags, Schedule::dynamic, 1)).program;
+  Calibration c = flat_calibration(p);
+  c.bodies.begin()->second.ns_per_dram_byte = 1.0;
+  const double in_l2 = predict(p, false, c).makespan_ns;
+  c.l2_bytes = 1 << 17; // a quarter of the task's 2^19 bytes
+  const double share = std::min(1.0, static_cast<double>(p.tiles.size()) / p.grid_blocks);
+  EXPECT_NEAR(predict(p, false, c).makespan_ns - in_l2, share * 0.75 * (1 << 19), 1e-6);
 }
 
 // A calibration that names its GPU predicts GPU runs on a machine without one: the programs lowered for that GPU
@@ -229,7 +315,7 @@ TEST(Predict, CalibratesAndPredictsEveryConfigurationOnTheCpuBackend) {
   po.baselines = false;
   CalibrationSamples samples;
   add_samples(profile(g, po), Backend::cpu, samples);
-  const Calibration c = fit(samples);
+  const Calibration c = fit(samples, 0.0);
   EXPECT_EQ(c.configs.size(), 8u); // every sync mode x schedule
   EXPECT_EQ(c.bodies.count("softmax_rows/lean-rows"), 1u) << calibration_json(c).dump();
   for (const auto& [key, k] : c.configs)
