@@ -460,7 +460,10 @@ nlohmann::json calibration_json(const Calibration& c) {
                     {"barrier_ns", k.barrier_ns},
                     {"ns_per_fill_byte", k.ns_per_fill_byte},
                     {"runs", k.runs}};
-  nlohmann::json j = {{"device", c.device}, {"bodies", bodies}, {"configs", configs}};
+  nlohmann::json j = {{"device", c.device},
+                      {"bodies", bodies},
+                      {"configs", configs},
+                      {"row_costs", c.per_row ? "per_row" : "per_pass"}};
   if (!c.samples.bodies.empty() || !c.samples.configs.empty()) {
     nlohmann::json sb = nlohmann::json::object(), sc = nlohmann::json::object();
     for (const auto& [key, list] : c.samples.bodies) {
@@ -522,6 +525,15 @@ Calibration calibration_from_json(const nlohmann::json& j) {
         optional(b, "ns_per_row"), optional(b, "ns_per_shared_byte"), optional(b, "ns_per_dram_byte")};
   if (j.contains("samples"))
     c.samples = samples_from_json(j.at("samples"));
+  if (j.contains("row_costs")) {
+    const nlohmann::json& r = j.at("row_costs");
+    if (r != "per_row" && r != "per_pass")
+      throw GraphError("calibration: field 'row_costs' must be \"per_pass\" or \"per_row\"");
+    c.per_row = r == "per_row";
+  } else {
+    c.per_row = true; // written before row passes
+  }
+  c.samples.per_row = c.per_row;
   for (const auto& [key, k] : field(j, "configs").items())
     c.configs[key] = {number(k, "overhead_ns"),       number(k, "dispatch_ns"),
                       number(k, "signal_ns"),         number(k, "hop_ns"),
@@ -622,6 +634,7 @@ Calibration fit(const CalibrationSamples& s, double l2_bytes) {
   Calibration c;
   c.device = s.device;
   c.l2_bytes = l2_bytes;
+  c.per_row = s.per_row;
   c.samples = s;
   for (const auto& [key, points] : s.bodies)
     c.bodies[key] = fit_body(points, l2_bytes);
@@ -747,7 +760,8 @@ Prediction predict(const LoweredProgram& p, bool lean, const Calibration& c) {
     const program::TileDesc& tile = p.tiles[g];
     const BodyCost& b = cost[tile.task];
     const TaskDesc& t = p.tasks[tile.task];
-    return b.fixed_ns + b.ns_per_row * row_passes(t, tile.index, p.threads_per_block) +
+    const double row_term = c.per_row ? tile_rows(t, tile.index) : row_passes(t, tile.index, p.threads_per_block);
+    return b.fixed_ns + b.ns_per_row * row_term +
            (b.ns_per_byte + share[g] * (b.ns_per_shared_byte + dram[tile.task] * b.ns_per_dram_byte)) *
                tile_bytes(t, tile.index);
   };

@@ -75,6 +75,7 @@ struct CalibrationSamples {
     std::vector<double> fill_bytes; // per overhead_ns sample: the bytes the sentinel fill wrote (empty: none)
   };
   std::map<std::string, Config> configs;
+  bool per_row = false; // from a file of the format before row passes: the row term is per row, not per pass
 };
 
 struct Calibration {
@@ -83,6 +84,9 @@ struct Calibration {
   // calibrated threads per block (sm_count 0: not recorded). Lets predict_graph lower for that GPU without one.
   GpuShape gpu;
   double l2_bytes = 0; // that GPU's L2 cache (0: not recorded; no stream is then costed as missing it)
+  // ns_per_row is per row, not per row pass: a file of the format before row passes ("row_costs" absent), whose
+  // costs and samples keep their meaning. Such a file predicts as it did when written; calibrating again is better.
+  bool per_row = false;
   std::map<std::string, BodyCost> bodies;    // body_key()
   std::map<std::string, ConfigCost> configs; // config_key()
   CalibrationSamples samples;                // what the costs were fitted on (empty in files that did not keep it)

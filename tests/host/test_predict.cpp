@@ -254,7 +254,13 @@ TEST(Predict, ShortRowTilesCostTheirPasses) {
     EXPECT_EQ(p.threads_per_block, 256u); // eight warps
     Calibration c = flat_calibration(p);
     c.bodies.begin()->second = {0.0, 0.0, 1, 100.0};
-    return predict(p, false, c).makespan_ns - kDispatch - kSignal;
+    const double per_pass = predict(p, false, c).makespan_ns - kDispatch - kSignal;
+    // A calibration file of the format before row passes costs rows, as it did when it was written.
+    nlohmann::json old = calibration_json(c);
+    old.erase("row_costs");
+    const double per_row = predict(p, false, calibration_from_json(old)).makespan_ns - kDispatch - kSignal;
+    EXPECT_DOUBLE_EQ(per_row, 100.0 * static_cast<double>(rows));
+    return per_pass;
   };
   EXPECT_DOUBLE_EQ(one_tile_body(8, 768), 100);  // a warp per row, one pass
   EXPECT_DOUBLE_EQ(one_tile_body(16, 768), 200); // two rows per warp
