@@ -397,7 +397,8 @@ CalibrationSamples samples_from_json(const nlohmann::json& j) {
       if (v.size() != 4 && v.size() != 6)
         throw GraphError(
             fmt::format("calibration: samples.bodies.{} holds [bytes, rows, share, ns, passes, task bytes] rows", key));
-      // Files that did not record passes and task bytes: a warp per row, no stream missing the L2.
+      // Files that did not record passes and task bytes: the row term counts rows (Calibration::per_row), and no
+      // stream is costed as missing the L2.
       s.bodies[key].push_back({v[0], v[1], v[2], v[3], v.size() == 6 ? v[4] : v[1], v.size() == 6 ? v[5] : 0.0});
     }
   }
@@ -621,11 +622,12 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
         if (next_begin != UINT64_MAX && next_begin >= prev_end)
           cfg.barrier_ns.push_back(static_cast<double>(next_begin - prev_end));
       }
-    // Overhead: the timed runs' median beyond the traced makespan.
+    // Overhead: the timed runs' median beyond the traced makespan, with what the sentinel fill wrote.
+    const double filled = fill_bytes(p);
     for (const ProfileEntry& e : profiled.entries)
       if (e.executor == pt.executor && t_end > t0) {
         cfg.overhead_ns.push_back(std::max(0.0, e.median_ms * 1e6 - static_cast<double>(t_end - t0)));
-        cfg.fill_bytes.push_back(fill_bytes(p));
+        cfg.fill_bytes.push_back(filled);
       }
   }
 }
@@ -677,7 +679,7 @@ std::vector<Graph> calibration_graphs() {
     graphs.push_back(std::move(g));
   }
   // Row ops over short and long rows, chained so hand-offs and barriers are exercised: in the L2 cache (4-6 MB
-  // buffers), and streamed from DRAM (96 MB; a warp group per 768-column row, long rows streamed through the ring).
+  // buffers), and streamed from DRAM (96 MB buffers, short and long rows).
   for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{8192, 128},
                                    {4096, 256},
                                    {2048, 512},

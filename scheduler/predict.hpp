@@ -29,8 +29,9 @@ namespace gridflow {
 
 // A tile's body: fixed_ns + ns_per_row x (its row passes; row ops only) + (ns_per_byte + share x (ns_per_shared_byte +
 // dram x ns_per_dram_byte)) x (the bytes it reads and writes), where
-//   - a row pass is the rows one warp, group of warps or block takes in turn (row_passes in predict.cpp): a tile of
-//     four 1024-column softmax rows on eight warps takes four passes of the whole block, eight 512-column rows one;
+//   - a row pass is the rows one warp, group of warps or block takes in turn (row_passes in predict.cpp): on eight
+//     warps a tile of eight 768-column softmax rows takes one pass (a warp per row), a tile of six such rows six
+//     (each row spread over the block);
 //   - share is the fraction of the grid its level keeps busy (capped at 1): the memory system's bandwidth is
 //     divided among the blocks streaming at once;
 //   - dram is the fraction of its task's bytes beyond what the L2 cache holds (1 - L2 / task bytes, at least 0):
