@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds, on a machine with nvcc but no GPU, the programs scripts/gpu-check.sh runs, and packs them into one small
 # tree (default: devtree/, ignored by git) to carry to a GPU machine, so its time goes to tests and measurements
-# instead of a build (a full CUDA build took over 13 minutes on the 16-core H200 machine: each megakernel translation
-# unit's ptxas runs on one core for minutes, which more cores do not shorten; longer than one device call):
+# instead of a build (about 3 minutes on the 16-core H200 machine, most of it the megakernel translation units, each on
+# one core):
 #
 #   scripts/build-for-device.sh [DEVTREE]
 #   (GPU machine)  GRIDFLOW_PREBUILT=DEVTREE scripts/gpu-check.sh OUTDIR test,sanitize,bench
