@@ -13,8 +13,6 @@
 #include "runtime/gpu/lean_ops.cuh"
 #include "runtime/tiles.hpp"
 
-#include <cuda/std/type_traits>
-
 namespace gridflow::gpu {
 
 constexpr int scan_items(int threads) {
@@ -136,9 +134,12 @@ __device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, S
   lean_rows_as<THREADS, OP, T, ScanOp>(lt, load, store, c.s().lean, half, nullptr);
 }
 
-// The row ops' bodies below take the tiles that are not lean (dispatch sends lean ones to lean_rows_tile).
 template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
+  if (program::lean_rows(c.task(), THREADS)) {
+    lean_rows_tile<THREADS, program::Opcode::reduce_rows, T, kernels::Sum>(c, load, store);
+    return;
+  }
   const auto fn = static_cast<ReduceFn>(c.task().fn);
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
@@ -283,6 +284,10 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
 
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store) {
+  if (program::lean_rows(c.task(), THREADS)) {
+    lean_rows_tile<THREADS, program::Opcode::scan_rows, T, Op>(c, load, store);
+    return;
+  }
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
   const bool exclusive = c.task().flags & program::kExclusive;
@@ -301,6 +306,10 @@ __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store)
 
 template <int THREADS, class Load, class Store>
 __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
+  if (program::lean_rows(c.task(), THREADS)) {
+    lean_rows_tile<THREADS, program::Opcode::softmax_rows, float, kernels::Sum>(c, load, store);
+    return;
+  }
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
   const bool log = c.task().flags & program::kLogSoftmax;
@@ -338,29 +347,18 @@ __device__ __noinline__ void map_tile(TileContext<THREADS> c, Load load, Store s
                        [&]<MapFn F>() { kernels::block_map<THREADS, F>(in, out, items.size(), p, load, store); });
 }
 
-// Dispatch on opcode and element type for one pair of access policies (inlined into execute_tile). A lean row tile
-// (runtime/tiles.hpp: lean_rows) goes to lean_rows_tile from here rather than through its op's body: a body that
-// stays a call saves and restores the callee-saved registers it uses (the device code is relocatable), a cost a lean
-// tile's few hundred cycles should not carry.
+// Dispatch on opcode and element type for one pair of access policies.
 template <int THREADS, class Load, class Store>
-__device__ __forceinline__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
+__device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
   const bool is_i32 = c.task().dtype == static_cast<std::uint32_t>(DType::i32);
   const bool is_max = c.task().fn == static_cast<std::uint32_t>(ScanFn::max);
-  const bool lean = program::lean_rows(c.task(), THREADS);
-  using cuda::std::type_identity;
   switch (static_cast<program::Opcode>(c.task().opcode)) {
   case program::Opcode::reduce_all:
     is_i32 ? reduce_all<THREADS, std::int32_t>(c, load, store) : reduce_all<THREADS, float>(c, load, store);
     return true;
-  case program::Opcode::reduce_rows: {
-    const auto run = [&](auto type) {
-      using T = typename decltype(type)::type;
-      lean ? lean_rows_tile<THREADS, program::Opcode::reduce_rows, T, kernels::Sum>(c, load, store)
-           : reduce_rows<THREADS, T>(c, load, store);
-    };
-    is_i32 ? run(type_identity<std::int32_t>{}) : run(type_identity<float>{});
+  case program::Opcode::reduce_rows:
+    is_i32 ? reduce_rows<THREADS, std::int32_t>(c, load, store) : reduce_rows<THREADS, float>(c, load, store);
     return true;
-  }
   case program::Opcode::scan_all:
     if (is_i32)
       is_max ? scan_all<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
@@ -369,21 +367,16 @@ __device__ __forceinline__ bool dispatch(TileContext<THREADS> c, Load load, Stor
       is_max ? scan_all<THREADS, float>(c, kernels::Max{}, load, store)
              : scan_all<THREADS, float>(c, kernels::Sum{}, load, store);
     return true;
-  case program::Opcode::scan_rows: {
-    const auto run = [&](auto type, auto op) {
-      using T = typename decltype(type)::type;
-      lean ? lean_rows_tile<THREADS, program::Opcode::scan_rows, T, decltype(op)>(c, load, store)
-           : scan_rows<THREADS, T>(c, op, load, store);
-    };
+  case program::Opcode::scan_rows:
     if (is_i32)
-      is_max ? run(type_identity<std::int32_t>{}, kernels::Max{}) : run(type_identity<std::int32_t>{}, kernels::Sum{});
+      is_max ? scan_rows<THREADS, std::int32_t>(c, kernels::Max{}, load, store)
+             : scan_rows<THREADS, std::int32_t>(c, kernels::Sum{}, load, store);
     else
-      is_max ? run(type_identity<float>{}, kernels::Max{}) : run(type_identity<float>{}, kernels::Sum{});
+      is_max ? scan_rows<THREADS, float>(c, kernels::Max{}, load, store)
+             : scan_rows<THREADS, float>(c, kernels::Sum{}, load, store);
     return true;
-  }
   case program::Opcode::softmax_rows:
-    lean ? lean_rows_tile<THREADS, program::Opcode::softmax_rows, float, kernels::Sum>(c, load, store)
-         : softmax_rows<THREADS>(c, load, store);
+    softmax_rows<THREADS>(c, load, store);
     return true;
   case program::Opcode::map:
     map_tile<THREADS>(c, load, store);

@@ -92,12 +92,9 @@ __device__ inline void drain_lookahead() {
 // Runs one tile with every thread of the block; false when the run was aborted or the descriptor is bad.
 // Requires stage_tile of this tile and a block barrier since. On true it returns after a block barrier that follows
 // every thread's body stores, so the leader may signal the tile at once.
-// Inlined into its kernel, as is dispatch: the device code is relocatable (runtime/CMakeLists.txt), so every call
-// that stays a call saves and restores the callee-saved registers its callee uses, on every tile; only the op
-// bodies stay calls.
 template <int THREADS>
-__device__ __forceinline__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r,
-                                             SharedStorage<THREADS>& s, std::uint32_t tile) {
+__device__ bool execute_tile(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
+                             std::uint32_t tile) {
   const program::TileDesc t = s.tile;
   const program::TaskDesc& task = s.task;
   const program::DescriptorCheck check =
