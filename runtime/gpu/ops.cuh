@@ -115,7 +115,8 @@ __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
 // A lean row tile (runtime/tiles.hpp: lean_rows) runs with the lean body of its op, as in the lean megakernel.
 // A call of its own, not inlined into the op table: inlined, the lean bodies of every op, element type and policy pair
 // make ptxas's time and memory for the whole megakernel several times larger. It addresses the shared storage
-// through block_shared(), so its reductions stay shared-memory accesses.
+// through block_shared(), so its reductions stay shared-memory accesses. It uses none of the callee-saved registers,
+// so calling it saves nothing (dispatch_lean calls it from the kernel's own tile loop).
 template <int THREADS, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, Store store) {
   const program::TaskDesc& t = c.task();
@@ -136,10 +137,6 @@ __device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, S
 
 template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
-  if (program::lean_rows(c.task(), THREADS)) {
-    lean_rows_tile<THREADS, program::Opcode::reduce_rows, T, kernels::Sum>(c, load, store);
-    return;
-  }
   const auto fn = static_cast<ReduceFn>(c.task().fn);
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
@@ -284,10 +281,6 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
 
 template <int THREADS, class T, class Op, class Load, class Store>
 __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store) {
-  if (program::lean_rows(c.task(), THREADS)) {
-    lean_rows_tile<THREADS, program::Opcode::scan_rows, T, Op>(c, load, store);
-    return;
-  }
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
   const bool exclusive = c.task().flags & program::kExclusive;
@@ -306,10 +299,6 @@ __device__ void scan_rows(TileContext<THREADS> c, Op op, Load load, Store store)
 
 template <int THREADS, class Load, class Store>
 __device__ void softmax_rows(TileContext<THREADS> c, Load load, Store store) {
-  if (program::lean_rows(c.task(), THREADS)) {
-    lean_rows_tile<THREADS, program::Opcode::softmax_rows, float, kernels::Sum>(c, load, store);
-    return;
-  }
   const program::ItemRange rows = program::tile_items(c.task(), c.index);
   const long long cols = c.task().cols;
   const bool log = c.task().flags & program::kLogSoftmax;
@@ -347,9 +336,40 @@ __device__ __noinline__ void map_tile(TileContext<THREADS> c, Load load, Store s
                        [&]<MapFn F>() { kernels::block_map<THREADS, F>(in, out, items.size(), p, load, store); });
 }
 
-// Dispatch on opcode and element type for one pair of access policies.
+// A lean row tile to the lean body of its opcode, element type and scan operator, for one pair of access policies.
+// Inlined into execute_tile, so a lean tile's only call is lean_rows_tile: the device code is relocatable
+// (runtime/CMakeLists.txt), and a call that stays a call saves and restores the callee-saved registers its callee
+// uses on every tile (dispatch and the row ops' bodies use many of them for their other paths).
 template <int THREADS, class Load, class Store>
-__device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
+__device__ __forceinline__ bool dispatch_lean(TileContext<THREADS> c, Load load, Store store) {
+  using program::Opcode;
+  const bool is_i32 = c.task().dtype == static_cast<std::uint32_t>(DType::i32);
+  const bool is_max = c.task().fn == static_cast<std::uint32_t>(ScanFn::max);
+  switch (static_cast<Opcode>(c.task().opcode)) {
+  case Opcode::reduce_rows:
+    is_i32 ? lean_rows_tile<THREADS, Opcode::reduce_rows, std::int32_t, kernels::Sum>(c, load, store)
+           : lean_rows_tile<THREADS, Opcode::reduce_rows, float, kernels::Sum>(c, load, store);
+    return true;
+  case Opcode::scan_rows:
+    if (is_i32)
+      is_max ? lean_rows_tile<THREADS, Opcode::scan_rows, std::int32_t, kernels::Max>(c, load, store)
+             : lean_rows_tile<THREADS, Opcode::scan_rows, std::int32_t, kernels::Sum>(c, load, store);
+    else
+      is_max ? lean_rows_tile<THREADS, Opcode::scan_rows, float, kernels::Max>(c, load, store)
+             : lean_rows_tile<THREADS, Opcode::scan_rows, float, kernels::Sum>(c, load, store);
+    return true;
+  case Opcode::softmax_rows:
+    lean_rows_tile<THREADS, Opcode::softmax_rows, float, kernels::Sum>(c, load, store);
+    return true;
+  default: // lean_rows holds only for the row ops above
+    return false;
+  }
+}
+
+// Dispatch on opcode and element type for one pair of access policies; lean row tiles go to dispatch_lean instead.
+// A call of its own, so the op bodies it inlines keep their registers out of the kernel's tile loop.
+template <int THREADS, class Load, class Store>
+__device__ __noinline__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
   const bool is_i32 = c.task().dtype == static_cast<std::uint32_t>(DType::i32);
   const bool is_max = c.task().fn == static_cast<std::uint32_t>(ScanFn::max);
   switch (static_cast<program::Opcode>(c.task().opcode)) {
@@ -386,6 +406,13 @@ __device__ bool dispatch(TileContext<THREADS> c, Load load, Store store) {
   default:
     return false;
   }
+}
+
+// One tile of a row op or a whole-view op (not a counting op) under one pair of access policies: lean row tiles
+// straight to their lean body, the others through the op table.
+template <int THREADS, class Load, class Store>
+__device__ __forceinline__ bool dispatch_tile(TileContext<THREADS> c, bool lean, Load load, Store store) {
+  return lean ? dispatch_lean(c, load, store) : dispatch(c, load, store);
 }
 
 } // namespace gridflow::gpu

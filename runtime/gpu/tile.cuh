@@ -108,15 +108,16 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
   const TileContext<THREADS> c{v.state, r.epoch, t.index};
   const bool poll = task.flags & program::kPollInputs;
   const bool canonical = task.flags & program::kSentinelOutput;
+  const bool lean = program::lean_rows(task, THREADS);
   bool known;
   if (program::is_counting_op(task.opcode))
     known = dispatch_counting(c);
   else if (poll)
-    known = canonical ? dispatch(c, PollLoad{&c.site()}, CanonicalStore{})
-                      : dispatch(c, PollLoad{&c.site()}, kernels::PlainStore{});
+    known = canonical ? dispatch_tile(c, lean, PollLoad{&c.site()}, CanonicalStore{})
+                      : dispatch_tile(c, lean, PollLoad{&c.site()}, kernels::PlainStore{});
   else
-    known = canonical ? dispatch(c, kernels::PlainLoad{}, CanonicalStore{})
-                      : dispatch(c, kernels::PlainLoad{}, kernels::PlainStore{});
+    known = canonical ? dispatch_tile(c, lean, kernels::PlainLoad{}, CanonicalStore{})
+                      : dispatch_tile(c, lean, kernels::PlainLoad{}, kernels::PlainStore{});
   if (!known) {
     if (threadIdx.x == 0) {
       program::ErrorRecord e;
