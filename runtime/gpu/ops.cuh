@@ -115,8 +115,8 @@ __device__ void reduce_all(TileContext<THREADS> c, Load load, Store store) {
 // A lean row tile (runtime/tiles.hpp: lean_rows) runs with the lean body of its op, as in the lean megakernel.
 // A call of its own, not inlined into the op table: inlined, the lean bodies of every op, element type and policy pair
 // make ptxas's time and memory for the whole megakernel several times larger. It addresses the shared storage
-// through block_shared(), so its reductions stay shared-memory accesses. It uses none of the callee-saved registers,
-// so calling it saves nothing (dispatch_lean calls it from the kernel's own tile loop).
+// through block_shared(), so its reductions stay shared-memory accesses. Its bodies need few registers, so a call of
+// it saves few callee-saved ones, if any (dispatch_lean calls it from the kernel's own tile loop).
 template <int THREADS, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, Store store) {
   const program::TaskDesc& t = c.task();
