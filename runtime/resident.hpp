@@ -7,19 +7,25 @@
 // Protocol, for submission k (tickets count from 0 per launch; the slot is k % depth):
 //   host    writes slot k's payload (if any), then stores slot.seq = doorbell(k, program, payload) (release, system
 //           scope): ticket + 1 and the program in one word.
-//   block 0 waits until submission k - 1 is retired (control.retired >= k, acquire), polls slot.seq for ticket k + 1
-//           (acquire, system scope; spinning for the idle window, then sleeping), copies a payload into control (every
-//           thread of block 0, relaxed system loads issued after the leader's acquire and a block barrier), and
-//           stores the doorbell into control.published (release).
+//   block 0 waits until submission k - 1 is retired (control.retired >= k, acquire; the line also names the program
+//           retired and its epoch and barrier generations after it), polls slot.seq for ticket k + 1 (acquire, system
+//           scope; spinning for the idle window, then sleeping), copies a payload into control (every thread of block
+//           0, relaxed system loads issued after the leader's acquire and a block barrier), writes the run's epoch and
+//           barrier base into control.run (from the retired line when it names the same program, else from the
+//           program's record) and stores the doorbell into control.published (release). Block 0 then runs k without
+//           reading back what it published.
 //   blocks  wait for control.published to show a ticket above their last (acquire; tickets in between retired
 //           without them). Blocks 0 .. participants - 1 (participants_of the program) run it: copy the program's record
-//           into their own storage (every thread a word), take the run's epoch and barrier base from it and the buffer
-//           table from the payload if there is one, run the program with the same interpreter as a launch (every sync
-//           mode), then arrive on control.finished (acq_rel); the others wait for the next ticket. The last of the
-//           arrivals for k reads the program's error record; after an error (or an epoch about to wrap) it zeroes the
-//           program's state arena so the next run of it starts from run 1; it then writes the completion slot (times,
-//           error) and its seq = k + 1 (release, system scope), zeroes control.finished and stores control.retired = k
-//           + 1 (release), which lets block 0 take submission k + 1.
+//           into their own storage (every thread a word) unless they hold it from their last run (a record's
+//           descriptors never change once added), take the run's epoch and barrier base from control.run (which block
+//           0 rewrites only after every participant arrived) and the buffer table from the payload if there is one,
+//           run the program with the same interpreter as a launch (every sync mode), then arrive on control.finished
+//           (acq_rel; a lone participant is the last without arriving); the others wait for the next ticket. The last
+//           of the arrivals for k reads the program's error record; after an error (or an epoch about to wrap) it
+//           zeroes the program's state arena so the next run of it starts from run 1; it then writes the completion
+//           slot (times, error) and its seq = k + 1 (release, system scope), zeroes control.finished, writes the
+//           record's new epoch and generations into the record and into control.retired, and stores control.retired =
+//           k + 1 (release), which lets block 0 take submission k + 1.
 // Participants: a program on static lists in flags mode (no grid barrier, no grid-wide sentinel fill) runs on the
 // blocks that have tiles, which the host moved to the front (ProgramRecord::participants, fixed when the program is
 // added); every other program and kStop run on every block, kPing on block 0 alone.
@@ -103,22 +109,43 @@ struct alignas(16) ProgramRecord {
   // The blocks that run it: 0 .. participants - 1 (every block when 0 or above the grid). The others have no tile of
   // it and wait nothing of it (static lists, no grid barrier: make_record).
   std::uint64_t participants = 0;
+  void* const* table = nullptr; // the program's own buffer table (the view's, for a submission that names none)
   // Owned by the device from the first submission on: runs on the arena since it was zeroed, barrier generations.
   std::uint64_t epoch = 0;
   std::uint64_t barrier_generations = 0;
 };
+
+// A Worker's held_program() before it holds a record (no program index is this).
+inline constexpr std::uint32_t kNoProgram = kStop;
 
 struct alignas(128) Line {
   std::uint64_t value = 0;
   unsigned char pad[120] = {};
 };
 
+// The last submission completed, written by its last block (ticket stored last, release) and read by block 0.
+struct alignas(128) RetiredLine {
+  std::uint64_t ticket = 0;  // ticket + 1
+  std::uint64_t program = 0; // its program index + 1 (0: no program, or none retired since the launch)
+  std::uint64_t epoch = 0;   // that program's record epoch and barrier generations after it
+  std::uint64_t generations = 0;
+  unsigned char pad[96] = {};
+};
+
+// The published submission's run (block 0, before the doorbell; rewritten only after every participant arrived).
+struct alignas(128) RunLine {
+  std::uint64_t epoch = 0;        // RunParams::epoch of the run
+  std::uint64_t barrier_base = 0; // RunParams::barrier_base of the run
+  unsigned char pad[112] = {};
+};
+
 // The kernel's own words (device memory, zeroed before the launch).
 struct alignas(128) Control {
   Line published;                       // the doorbell of the submission every block is to run (release by block 0)
   Line finished;                        // arrivals of participants at the end of the current submission
-  Line retired;                         // ticket + 1 of the last submission completed (release by the last block)
+  RetiredLine retired;                  // the last submission completed
   Line first_ns;                        // min over blocks of when they began the current submission
+  RunLine run;                          // the published submission's epoch and barrier base
   std::uint64_t slot[kSubmissionWords]; // block 0's copy of the current submission's payload, if it has one
   std::uint64_t published_ns;
 };
@@ -178,60 +205,102 @@ template <class Load> GRIDFLOW_HOST_DEVICE void idle_wait(Load load, std::uint64
 
 namespace detail {
 
-// Block 0, every thread: wait for submission k (after k - 1 retired), copy its payload if it has one, and publish its
-// doorbell to every block.
-template <class Worker> GRIDFLOW_HOST_DEVICE void take(Worker& w, const Rings& rings, std::uint64_t k) {
+// What a block's leader knows of the submission it is to run: the doorbell, the blocks that run it, and (block 0
+// alone, which published them) the run's epoch and barrier base.
+struct Published {
+  std::uint64_t bell = 0;
+  std::uint64_t participants = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t barrier_base = 0;
+};
+
+// Leader: how many blocks run `program_id` (blocks 0 .. n - 1): its record's participants, which never change once it
+// is added (so a block reads them for the ticket it saw, whatever block 0 published since; from the worker's own copy
+// when it holds that record), every block for kStop and for a record that names none or more than the grid, block 0
+// alone for kPing.
+template <class Worker>
+GRIDFLOW_HOST_DEVICE std::uint64_t participants_of(Worker& w, const Rings& rings, std::uint32_t program_id) {
+  if (program_id == kPing)
+    return 1;
+  std::uint64_t n = 0;
+  if (program_id < rings.max_programs)
+    n = w.held_program() == program_id ? w.record().participants : rings.programs[program_id].participants;
+  return n == 0 || n > rings.grid ? rings.grid : n;
+}
+
+// Block 0, every thread: wait for submission k (after k - 1 retired), copy its payload if it has one, and publish it
+// to every block. Returns what the leader published (the other threads' copy is empty).
+template <class Worker> GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t k) {
   Control& c = *rings.control;
   Submission& slot = rings.submissions[k % rings.depth];
-  std::uint64_t bell = 0;
+  Published p;
+  RetiredLine last;
   if (w.is_leader()) {
     idle_wait(
-        [&] { return protocol::atomic_ref<std::uint64_t>(c.retired.value).load(cuda::std::memory_order_acquire); }, k,
+        [&] { return protocol::atomic_ref<std::uint64_t>(c.retired.ticket).load(cuda::std::memory_order_acquire); }, k,
         rings.idle);
+    // Written before the ticket that was acquired, and not again before this block publishes k.
+    last.program = c.retired.program;
+    last.epoch = c.retired.epoch;
+    last.generations = c.retired.generations;
     std::uint32_t polls = 0;
     idle_wait(
         [&] {
           if (++polls % kQuitPollInterval == 0 && rings.quit != nullptr &&
               system_ref<std::uint32_t>(*rings.quit).load(cuda::std::memory_order_relaxed) != 0) {
-            bell = doorbell(k, kStop, false);
+            p.bell = doorbell(k, kStop, false);
             return k + 1;
           }
-          bell = system_ref<std::uint64_t>(slot.seq).load(cuda::std::memory_order_acquire);
-          return bell & kTicketMask;
+          p.bell = system_ref<std::uint64_t>(slot.seq).load(cuda::std::memory_order_acquire);
+          return p.bell & kTicketMask;
         },
         k + 1, rings.idle);
   }
-  if (w.share((bell & kPayloadBit) != 0 ? 1u : 0u) != 0) { // every thread's loads follow the leader's acquire
+  if (w.share((p.bell & kPayloadBit) != 0 ? 1u : 0u) != 0) { // every thread's loads follow the leader's acquire
     auto* words = reinterpret_cast<std::uint64_t*>(&slot);
     for (std::uint32_t i = 1 + w.thread(); i < kSubmissionWords; i += w.threads())
       c.slot[i] = system_ref<std::uint64_t>(words[i]).load(cuda::std::memory_order_relaxed);
     w.sync(); // the copy precedes the leader's release below
   }
   if (!w.is_leader())
-    return;
+    return p;
+  const std::uint32_t program_id = program_of_code(doorbell_code(p.bell));
+  p.participants = participants_of(w, rings, program_id);
+  if (program_id < rings.max_programs) {
+    const bool same = last.program == std::uint64_t{program_id} + 1;
+    const ProgramRecord& rec = rings.programs[program_id];
+    p.epoch = (same ? last.epoch : rec.epoch) + 1;
+    p.barrier_base = same ? last.generations : rec.barrier_generations;
+    c.run.epoch = p.epoch;
+    c.run.barrier_base = p.barrier_base;
+  }
   protocol::atomic_ref<std::uint64_t>(c.first_ns.value).store(~std::uint64_t{0}, cuda::std::memory_order_relaxed);
   c.published_ns = protocol::now_ns();
-  protocol::atomic_ref<std::uint64_t>(c.published.value).store(bell, cuda::std::memory_order_release);
+  protocol::atomic_ref<std::uint64_t>(c.published.value).store(p.bell, cuda::std::memory_order_release);
+  return p;
 }
 
-// Every thread: the run of `program_id` into the worker's copy of its record (all threads copy words at once), its
-// epoch, barrier base, buffers and fault from the record and the payload.
+// Every thread: the run of `program_id` into the worker's copy of its record (copied, every thread a word, unless the
+// worker holds it from its last run), with the leader's epoch and barrier base and, from the payload if there is one,
+// the buffers and the fault.
 template <class Worker>
-GRIDFLOW_HOST_DEVICE void load_run(Worker& w, const Rings& rings, std::uint32_t program_id, bool payload) {
-  auto* dst = reinterpret_cast<std::uint64_t*>(&w.record());
-  const auto* src = reinterpret_cast<const std::uint64_t*>(&rings.programs[program_id]);
-  for (std::uint32_t i = w.thread(); i < kRecordWords; i += w.threads())
-    dst[i] = src[i];
-  w.sync();
+GRIDFLOW_HOST_DEVICE void load_run(Worker& w, const Rings& rings, std::uint32_t program_id, bool payload,
+                                   const Published& p) {
+  if (w.held_program() != program_id) {
+    auto* dst = reinterpret_cast<std::uint64_t*>(&w.record());
+    const auto* src = reinterpret_cast<const std::uint64_t*>(&rings.programs[program_id]);
+    for (std::uint32_t i = w.thread(); i < kRecordWords; i += w.threads())
+      dst[i] = src[i];
+    w.sync();
+  }
+  w.held_program() = program_id;
   if (w.is_leader()) {
     ProgramRecord& r = w.record();
-    r.params.epoch = static_cast<std::uint32_t>(r.epoch + 1);
-    r.params.barrier_base = r.barrier_generations;
+    r.params.epoch = static_cast<std::uint32_t>(p.epoch);
+    r.params.barrier_base = p.barrier_base;
     const auto* s = reinterpret_cast<const Submission*>(rings.control->slot);
-    if (payload) {
-      r.view.buffers = s->buffers;
-      r.params.fault_skip_signal_tile = s->fault_skip_signal_tile;
-    }
+    r.view.buffers = payload ? s->buffers : r.table;
+    r.params.fault_skip_signal_tile = payload ? s->fault_skip_signal_tile : program::kNoTile;
   }
   w.sync();
 }
@@ -244,10 +313,16 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
   const bool has_program = program_id < rings.max_programs;
   program::ErrorRecord error{};
   std::uint32_t reset = 0;
-  if (w.is_leader() && has_program) {
-    auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
-    error = control->error;
-    reset = error.code != 0 || protocol::is_aborted(control) || w.record().params.epoch >= kEpochLimit ? 1u : 0u;
+  std::uint64_t published_ns = 0, first_ns = 0;
+  if (w.is_leader()) {
+    // One round of loads: the times the completion reports, the run's error record and abort flag.
+    published_ns = c.published_ns;
+    first_ns = protocol::atomic_ref<std::uint64_t>(c.first_ns.value).load(cuda::std::memory_order_relaxed);
+    if (has_program) {
+      auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
+      error = control->error;
+      reset = error.code != 0 || protocol::is_aborted(control) || w.record().params.epoch >= kEpochLimit ? 1u : 0u;
+    }
   }
   if (w.share(reset) != 0) {
     auto* state = reinterpret_cast<std::uint64_t*>(w.record().view.state);
@@ -258,31 +333,25 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
   }
   if (!w.is_leader())
     return;
+  c.retired.program = 0;
   if (has_program) {
     ProgramRecord& rec = rings.programs[program_id];
     rec.epoch = reset ? 0 : w.record().params.epoch;
-    rec.barrier_generations = reset ? 0 : rec.barrier_generations + rec.barrier_advance;
+    rec.barrier_generations = reset ? 0 : w.record().params.barrier_base + w.record().barrier_advance;
+    c.retired.program = std::uint64_t{program_id} + 1;
+    c.retired.epoch = rec.epoch;
+    c.retired.generations = rec.barrier_generations;
   }
   Completion& done = rings.completions[k % rings.depth];
-  done.published_ns = c.published_ns;
-  done.first_ns = protocol::atomic_ref<std::uint64_t>(c.first_ns.value).load(cuda::std::memory_order_relaxed);
+  done.published_ns = published_ns;
+  done.first_ns = first_ns;
   done.done_ns = protocol::now_ns();
   done.error = error;
   system_ref<std::uint64_t>(done.seq).store(k + 1, cuda::std::memory_order_release); // after the fields above
   // The next submission's arrivals count from zero: they follow block 0's publication of it, which follows its
   // acquire of `retired` below.
   protocol::atomic_ref<std::uint64_t>(c.finished.value).store(0, cuda::std::memory_order_relaxed);
-  protocol::atomic_ref<std::uint64_t>(c.retired.value).store(k + 1, cuda::std::memory_order_release);
-}
-
-// How many blocks run `program_id` (blocks 0 .. n - 1): its record's participants, which never change once it is added
-// (so a block reads them for the ticket it saw, whatever block 0 published since), every block for kStop and for a
-// record that names none or more than the grid, block 0 alone for kPing.
-GRIDFLOW_HOST_DEVICE std::uint64_t participants_of(const Rings& rings, std::uint32_t program_id) {
-  if (program_id == kPing)
-    return 1;
-  const std::uint64_t n = program_id < rings.max_programs ? rings.programs[program_id].participants : 0;
-  return n == 0 || n > rings.grid ? rings.grid : n;
+  protocol::atomic_ref<std::uint64_t>(c.retired.ticket).store(k + 1, cuda::std::memory_order_release);
 }
 
 // Leader: when this block began the current submission, into the minimum over blocks (no wait for the result).
@@ -300,6 +369,8 @@ GRIDFLOW_HOST_DEVICE void note_first(Control& c) {
 // provides, beyond the interpreter's Block basics (index, is_leader, sync, share):
 //   std::uint32_t thread(), threads();       // this thread's index in the block, the block's threads (CPU: 0, 1)
 //   ProgramRecord& record();                 // the worker's copy of the current run's record (view, parameters)
+//   std::uint32_t& held_program();           // whose record record() holds (kNoProgram at first): each thread's
+//                                            // own, which serve() keeps equal across the block
 //   void run(std::uint32_t program, std::uint64_t ticket);  // interpret record().view with record().params
 // Every thread of a block calls serve(); only leaders touch the control words. The ticket `k` is the leader's: a
 // block that runs none of the submissions between two it sees skips them (block 0 never does: it takes each one),
@@ -307,38 +378,46 @@ GRIDFLOW_HOST_DEVICE void note_first(Control& c) {
 template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& rings) {
   Control& c = *rings.control;
   for (std::uint64_t k = 0;; ++k) {
-    if (w.index() == 0)
-      detail::take(w, rings, k);
-    std::uint64_t bell = 0, participants = 0;
-    if (w.is_leader()) {
+    detail::Published p;
+    if (w.index() == 0) {
+      p = detail::take(w, rings, k);
+    } else if (w.is_leader()) {
       idle_wait(
           [&] {
-            bell = protocol::atomic_ref<std::uint64_t>(c.published.value).load(cuda::std::memory_order_acquire);
-            return bell & kTicketMask;
+            p.bell = protocol::atomic_ref<std::uint64_t>(c.published.value).load(cuda::std::memory_order_acquire);
+            return p.bell & kTicketMask;
           },
           k + 1, rings.idle);
-      k = (bell & kTicketMask) - 1; // a later ticket than k + 1: those in between retired without this block
-      participants = detail::participants_of(rings, program_of_code(doorbell_code(bell)));
+      k = (p.bell & kTicketMask) - 1; // a later ticket than k + 1: those in between retired without this block
+      const std::uint32_t program_id = program_of_code(doorbell_code(p.bell));
+      p.participants = detail::participants_of(w, rings, program_id);
+      if (w.index() < p.participants && program_id < rings.max_programs) {
+        p.epoch = c.run.epoch; // written before the doorbell acquired; rewritten only after this block arrives
+        p.barrier_base = c.run.barrier_base;
+      }
     }
     // The program's code, the payload flag and whether this block runs it, to every thread (a code fits in 23 bits).
-    const std::uint32_t shared = w.share(doorbell_code(bell) | ((bell & kPayloadBit) != 0 ? 0x80000000u : 0u) |
-                                         (w.index() < participants ? 0x40000000u : 0u));
+    const std::uint32_t shared = w.share(doorbell_code(p.bell) | ((p.bell & kPayloadBit) != 0 ? 0x80000000u : 0u) |
+                                         (w.index() < p.participants ? 0x40000000u : 0u));
     const std::uint32_t program_id = program_of_code(shared & 0x3fffffffu);
     if ((shared & 0x40000000u) == 0)
       continue; // kStop runs on every block, so a block that runs nothing of k does not stop here
     if (w.is_leader())
       detail::note_first(c);
     if (program_id < rings.max_programs) {
-      detail::load_run(w, rings, program_id, (shared & 0x80000000u) != 0);
+      detail::load_run(w, rings, program_id, (shared & 0x80000000u) != 0, p);
       w.run(program_id, k);
     }
     w.sync(); // every thread of the block is done with the run before the leader arrives
     std::uint32_t last = 0;
     if (w.is_leader())
-      last = protocol::atomic_ref<std::uint64_t>(c.finished.value).fetch_add(1, cuda::std::memory_order_acq_rel) + 1 ==
-                     participants
-                 ? 1u
-                 : 0u;
+      last =
+          p.participants == 1 ||
+                  protocol::atomic_ref<std::uint64_t>(c.finished.value).fetch_add(1, cuda::std::memory_order_acq_rel) +
+                          1 ==
+                      p.participants
+              ? 1u
+              : 0u;
     if (w.share(last) != 0)
       detail::retire(w, rings, k, program_id);
     if (program_id == kStop)

@@ -31,6 +31,7 @@ ProgramRecord make_record(const LoweredProgram& p, const ExecOptions& options, c
   // the CPU); under cooperative_groups barriers nothing reads it, so advancing the base there too is harmless.
   r.barrier_advance = r.params.barriers_in_run;
   r.participants = participants(p);
+  r.table = r.view.buffers;
   return r;
 }
 

@@ -70,12 +70,14 @@ public:
   std::uint32_t thread() const { return 0; }
   std::uint32_t threads() const { return 1; }
   resident::ProgramRecord& record() { return record_; }
+  std::uint32_t& held_program() { return held_; }
   void run(std::uint32_t program, std::uint64_t ticket);
 
 private:
   CpuResident& owner_;
   std::uint32_t index_;
   resident::ProgramRecord record_;
+  std::uint32_t held_ = resident::kNoProgram;
 };
 
 class CpuResident final : public ResidentBackend {

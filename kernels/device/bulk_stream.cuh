@@ -55,16 +55,27 @@ struct StreamState {
   cuda::std::uint32_t ring_bytes; // the ring (0: none; every streamed call then reads directly)
 };
 
-// Once per block at kernel start, before any streamed call, with the launch's ring size (at most
-// stream_ring_bytes(THREADS): larger is clamped); followed by a block barrier (done here).
+// One thread, between streamed calls (published by a block barrier): the ring's size from now on (at most
+// stream_ring_bytes(THREADS): larger is clamped; 0 on a GPU without the copy engine).
+template <int THREADS> __device__ inline void set_stream_ring_bytes(StreamState& s, cuda::std::uint32_t ring_bytes) {
+#if __CUDA_ARCH__ >= 900
+  const auto most = static_cast<cuda::std::uint32_t>(stream_ring_bytes(THREADS));
+  s.ring_bytes = ring_bytes < most ? ring_bytes : most;
+#else
+  (void)ring_bytes;
+  s.ring_bytes = 0;
+#endif
+}
+
+// Once per block at kernel start, before any streamed call, with the launch's ring size (set_stream_ring_bytes);
+// followed by a block barrier (done here).
 template <int THREADS> __device__ inline void init_stream_state(StreamState& s, cuda::std::uint32_t ring_bytes) {
 #if __CUDA_ARCH__ >= 900
   if (threadIdx.x == 0) {
     for (int k = 0; k < kStreamBarriers; ++k)
       cuda::ptx::mbarrier_init(&s.full[k], 1);
     s.phase = 0;
-    const auto most = static_cast<cuda::std::uint32_t>(stream_ring_bytes(THREADS));
-    s.ring_bytes = ring_bytes < most ? ring_bytes : most;
+    set_stream_ring_bytes<THREADS>(s, ring_bytes);
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
   }
 #else

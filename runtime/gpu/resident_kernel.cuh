@@ -1,6 +1,11 @@
 // The resident megakernel: one cooperative launch that serves the submission ring (runtime/resident.hpp) until a
 // kStop submission, each run going through the same interpreter and Block as a launch of the general megakernel
 // (runtime/gpu/megakernel.cuh), in every sync mode.
+//
+// A block keeps what it read of the program it ran last in shared memory (ProgramCache): its record, its static list
+// (entries and descriptors), the task table and the program's own buffer table, each where it fits. A program's
+// descriptors never change once it is added, so a run of the same program reads none of them from global memory:
+// its tiles' claims, stagings and dependency lookups are shared-memory loads.
 #pragma once
 
 #include "runtime/gpu/megakernel.cuh"
@@ -8,10 +13,68 @@
 
 namespace gridflow::gpu {
 
-// The block's copy of the current run's program record, in shared memory (raw storage: __shared__ variables take no
-// initializers).
+// What a block holds of the program named by `program`, built by hold() on the first run of it after another.
+struct ProgramCache {
+  static constexpr std::uint32_t kEntries = 32;          // list entries held (a longer list is read from global memory)
+  static constexpr std::uint32_t kTasks = 16;            // tasks held (a larger table is read from global memory)
+  static constexpr std::uint32_t kNotHeld = 0xffffffffu; // `entries` of a list not held (none, or too long)
+  std::uint32_t program;                                 // whose (resident::kNoProgram: none)
+  std::uint32_t entries;                                 // this block's list length, or kNotHeld
+  std::uint32_t first;                                   // the list's first entry in the program's block_tiles
+  std::uint32_t tasks_held;                              // nonzero: `tasks` is the task table
+  std::uint32_t buffers_held;                            // nonzero: `buffers` is the program's own buffer table
+  std::uint32_t tiles[kEntries];                         // this block's list entries, in order
+  program::TileDesc descs[kEntries];                     // and their descriptors
+  program::TaskDesc tasks[kTasks];
+  void* buffers[resident::kMaxBuffers];
+  program::ProgramView view; // the current run's: the record's, with the held tables in place of the global ones
+};
+
+// The block's copy of the current run's program record and what it holds of the program, in shared memory (raw
+// storage: __shared__ variables take no initializers).
 struct ResidentShared {
   alignas(16) unsigned char record[sizeof(resident::ProgramRecord)];
+  alignas(16) unsigned char cache[sizeof(ProgramCache)];
+};
+
+// GpuBlock over a held program: claims from the held list (interpreter.hpp: claim_listed, claim_static's contract),
+// or from the global one with a cursor of its own where the list is not held. With the task table held, no claim
+// names the next task: stage_tile's copy-ahead reads global memory only.
+template <int THREADS> class ResidentBlock : public GpuBlock<THREADS> {
+public:
+  __device__ ResidentBlock(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s,
+                           const ProgramCache& cache)
+      : GpuBlock<THREADS>(v, r, s), cache_(cache) {
+    if (v.block_begin != nullptr && cache_.entries == ProgramCache::kNotHeld) {
+      cursor_.next = v.block_begin[blockIdx.x];
+      cursor_.end = v.block_begin[blockIdx.x + 1];
+    }
+  }
+
+  __device__ program::detail::Claim claim_listed(std::uint32_t last) {
+    if (cache_.entries == ProgramCache::kNotHeld) {
+      program::detail::Claim c = program::detail::claim_static(*this, cursor_, last);
+      if (cache_.tasks_held)
+        c.next_task = program::kNoTile;
+      return c;
+    }
+    program::detail::Claim c;
+    if (pos_ >= cache_.entries)
+      return c;
+    const std::uint32_t tile = cache_.tiles[pos_];
+    if (tile >= last && tile < this->view().num_tiles)
+      return c; // a later level's
+    c.tile = tile;
+    c.desc = cache_.descs[pos_];
+    if (++pos_ < cache_.entries && !cache_.tasks_held)
+      c.next_task = cache_.descs[pos_].task;
+    return c;
+  }
+
+private:
+  const ProgramCache& cache_;
+  std::uint32_t pos_ = 0;            // held list: the next entry
+  program::detail::Cursor cursor_{}; // list not held: the global list's cursor
 };
 
 // A block of the resident kernel as serve()'s Worker. Its leader's broadcasts go through a GpuBlock of its own over
@@ -21,7 +84,12 @@ struct ResidentShared {
 template <int THREADS> class GpuWorker {
 public:
   __device__ explicit GpuWorker(ResidentShared& s)
-      : s_(s), broadcast_(record().view, record().params, block_shared<THREADS>()) {}
+      : s_(s), broadcast_(record().view, record().params, block_shared<THREADS>()) {
+    if (threadIdx.x == 0)
+      cache().program = resident::kNoProgram;
+    // The bulk-copy ring's barriers, once per launch (their phases carry from run to run as from tile to tile).
+    kernels::init_stream_state<THREADS>(block_shared<THREADS>().stream, kernels::stream_ring_bytes(THREADS));
+  }
   __device__ std::uint32_t index() const { return blockIdx.x; }
   __device__ bool is_leader() const { return threadIdx.x == 0; }
   __device__ void sync() const { __syncthreads(); }
@@ -29,21 +97,76 @@ public:
   __device__ std::uint32_t thread() const { return threadIdx.x; }
   __device__ std::uint32_t threads() const { return THREADS; }
   __device__ resident::ProgramRecord& record() { return *reinterpret_cast<resident::ProgramRecord*>(s_.record); }
+  __device__ std::uint32_t& held_program() { return held_; }
 
-  // A fresh GpuBlock per run: its descriptor look-ahead must not carry over from another program.
-  __device__ void run(std::uint32_t, std::uint64_t) {
+  // A fresh ResidentBlock per run: its descriptor look-ahead must not carry over from another program.
+  __device__ void run(std::uint32_t program, std::uint64_t) {
+    ProgramCache& h = cache();
+    if (h.program != program)
+      hold(program);
     SharedStorage<THREADS>& shared = block_shared<THREADS>();
-    const program::ProgramView& view = record().view;
     const program::RunParams& params = record().params;
-    init_shared(view, params, shared);
-    GpuBlock<THREADS> block(view, params, shared);
+    if (threadIdx.x == 0) {
+      const resident::ProgramRecord& rec = record();
+      h.view = rec.view;
+      if (h.tasks_held)
+        h.view.tasks = h.tasks;
+      if (h.buffers_held && rec.view.buffers == rec.table)
+        h.view.buffers = h.buffers;
+      init_run_shared(h.view, params, shared);
+    }
+    __syncthreads(); // publishes h.view and the run's fields
+    ResidentBlock<THREADS> block(h.view, params, shared, h);
     program::interpret(block);
     drain_lookahead();
   }
 
 private:
+  __device__ ProgramCache& cache() { return *reinterpret_cast<ProgramCache*>(s_.cache); }
+
+  // Every thread: copies what fits of the record's program (record() holds it) into the cache. Two rounds of loads:
+  // the list's bounds with the task and buffer tables, then the list's entries.
+  __device__ void hold(std::uint32_t program) {
+    ProgramCache& h = cache();
+    const resident::ProgramRecord& rec = record();
+    const program::ProgramView& v = rec.view;
+    const bool tasks = v.num_tasks <= ProgramCache::kTasks;
+    const bool buffers = v.num_buffers <= resident::kMaxBuffers;
+    if (threadIdx.x == 0) {
+      std::uint32_t entries = ProgramCache::kNotHeld, first = 0;
+      if (v.block_begin != nullptr) {
+        first = v.block_begin[blockIdx.x];
+        const std::uint32_t end = v.block_begin[blockIdx.x + 1];
+        if (end >= first && end - first <= ProgramCache::kEntries)
+          entries = end - first;
+      }
+      h.entries = entries;
+      h.first = first;
+      h.tasks_held = tasks ? 1u : 0u;
+      h.buffers_held = buffers ? 1u : 0u;
+    }
+    if (tasks) {
+      auto* dst = reinterpret_cast<std::uint32_t*>(h.tasks);
+      const auto* src = reinterpret_cast<const std::uint32_t*>(v.tasks);
+      for (std::uint32_t i = threadIdx.x; i < v.num_tasks * (sizeof(program::TaskDesc) / 4); i += THREADS)
+        dst[i] = src[i];
+    }
+    if (buffers)
+      for (std::uint32_t i = threadIdx.x; i < v.num_buffers; i += THREADS)
+        h.buffers[i] = rec.table[i];
+    __syncthreads();
+    if (h.entries != ProgramCache::kNotHeld && threadIdx.x < h.entries) {
+      h.tiles[threadIdx.x] = v.block_tiles[h.first + threadIdx.x];
+      h.descs[threadIdx.x] = v.block_descs[h.first + threadIdx.x];
+    }
+    if (threadIdx.x == 0)
+      h.program = program;
+    __syncthreads();
+  }
+
   ResidentShared& s_;
   GpuBlock<THREADS> broadcast_;
+  std::uint32_t held_ = resident::kNoProgram; // every thread's own copy (serve() keeps them equal)
 };
 
 template <int THREADS>

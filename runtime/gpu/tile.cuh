@@ -6,17 +6,25 @@
 
 namespace gridflow::gpu {
 
-// Once per block at kernel start, ending with a block barrier: the abort flag (set only by a body whose wait failed,
-// after which the block leaves, so never cleared: the interpreter has no barrier between one tile's last read of it
-// and the next tile's staging), the wait site's per-launch fields and the bulk-copy ring's barriers.
+// Thread 0, before a block's run of a program, published by a block barrier after it: the abort flag (set only by a
+// body whose wait failed, after which the block leaves the run, so not cleared within it: the interpreter has no
+// barrier between one tile's last read of it and the next tile's staging), the wait site's per-run fields and the
+// bulk-copy ring's size for the run.
+template <int THREADS>
+__device__ void init_run_shared(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s) {
+  s.abort = 0;
+  s.site = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v.state), r.timeout_ns, blockIdx.x,
+                                       program::kNoTile, 0, r.pacing},
+                    0, &s.abort};
+  kernels::set_stream_ring_bytes<THREADS>(s.stream, r.ring_bytes);
+}
+
+// Once per block at kernel start, ending with a block barrier: the bulk-copy ring's barriers and the run's fields
+// (init_run_shared).
 template <int THREADS>
 __device__ void init_shared(const program::ProgramView& v, const program::RunParams& r, SharedStorage<THREADS>& s) {
-  if (threadIdx.x == 0) {
-    s.abort = 0;
-    s.site = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v.state), r.timeout_ns, blockIdx.x,
-                                         program::kNoTile, 0, r.pacing},
-                      0, &s.abort};
-  }
+  if (threadIdx.x == 0)
+    init_run_shared(v, r, s);
   kernels::init_stream_state<THREADS>(s.stream, r.ring_bytes); // ends with __syncthreads
 }
 

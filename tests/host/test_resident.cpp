@@ -316,6 +316,41 @@ TEST(Resident, OwnMemoryUploadAndDownload) {
   EXPECT_TRUE(bit_identical(rs.download(h, "s"), plain(x, SyncMode::flags).s));
 }
 
+// A worker keeps the record of the program it ran last: a run over the program's own memory after one over the
+// caller's, and a run without the test fault after a faulted one, must not inherit the earlier run's buffers or
+// fault.
+TEST(Resident, OwnMemoryAndCallerMemoryAlternateOnOneProgram) {
+  ResidentSession rs(cpu_runtime(4));
+  rs.start();
+  ResidentProgramOptions po = program_options(SyncMode::flags, Schedule::dynamic);
+  po.timeout_ns = 200'000'000;
+  const auto h = rs.add(softmax_sums(), po);
+  const std::vector<float> own = fresh(kRows * kCols, 90);
+  rs.upload(h, "x", tensor_of(own));
+  const Expected want_own = plain(own, SyncMode::flags);
+  std::uint32_t soft_tile = program::kNoTile;
+  for (std::uint32_t g = 0; g < rs.program(h).tiles.size() && soft_tile == program::kNoTile; ++g)
+    if (rs.program(h).task_names[rs.program(h).tiles[g].task] == "soft")
+      soft_tile = g;
+  ASSERT_NE(soft_tile, program::kNoTile);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    CallerMemory m(200 + round);
+    rs.wait(rs.submit(h, m.bindings()));
+    const Expected want = plain(m.x, SyncMode::flags);
+    EXPECT_TRUE(same_bits(m.y, want.y));
+    EXPECT_TRUE(same_bits(m.s, want.s));
+    rs.wait(rs.submit(h)); // own memory again, not the caller's
+    EXPECT_TRUE(bit_identical(rs.download(h, "y"), want_own.y));
+    EXPECT_TRUE(bit_identical(rs.download(h, "s"), want_own.s));
+    CallerMemory bad(300 + round);
+    EXPECT_NE(error_of([&] { rs.wait(rs.submit(h, bad.bindings(), soft_tile)); }).find("watchdog"), std::string::npos);
+    rs.wait(rs.submit(h)); // no fault inherited: completes, right
+    EXPECT_TRUE(bit_identical(rs.download(h, "s"), want_own.s));
+  }
+  rs.stop();
+}
+
 TEST(Resident, RefusesBadUseNamingWhatIsWrong) {
   ResidentSession rs(cpu_runtime());
   const auto h = rs.add(softmax_sums(), program_options());
