@@ -651,8 +651,9 @@ Calibration fit(const CalibrationSamples& s, double l2_bytes) {
 
 std::vector<Graph> calibration_graphs() {
   std::vector<Graph> graphs;
-  // Whole-view ops from latency-bound to bandwidth-bound tiles.
-  for (std::int64_t n : {std::int64_t{1} << 18, std::int64_t{1} << 22, std::int64_t{1} << 25}) {
+  // Whole-view ops from latency-bound to bandwidth-bound tiles, at more sizes than a body has cost terms.
+  for (std::int64_t n : {std::int64_t{1} << 18, std::int64_t{3} << 19, std::int64_t{1} << 22, std::int64_t{3} << 22,
+                         std::int64_t{1} << 25}) {
     Graph g(fmt::format("calibrate-vector-{}", n));
     g.add_buffer("x", DType::f32, {n}, InitUniform{-1, 1, 3});
     g.add_buffer("k", DType::i32, {n}, InitUniform{-1, 200, 4});
@@ -678,15 +679,21 @@ std::vector<Graph> calibration_graphs() {
     g.scan("act_scan", "act", "act_pre", ScanFn::sum);
     graphs.push_back(std::move(g));
   }
-  // Row ops over short and long rows, chained so hand-offs and barriers are exercised: in the L2 cache (4-6 MB
-  // buffers), and streamed from DRAM (96 MB buffers, short and long rows).
-  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{8192, 128},
+  // Row ops over short and long rows, chained so hand-offs and barriers are exercised: in the L2 cache (1-12 MB
+  // buffers; narrow rows take many passes a tile, long rows one row to eight), and streamed from DRAM (96 MB buffers;
+  // short and long rows, each at two widths, so the row passes per byte vary beyond the L2 as within it).
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{49152, 32},
+                                   {8192, 128},
                                    {4096, 256},
                                    {2048, 512},
                                    {2048, 768},
+                                   {200, 1280},
+                                   {2048, 1536},
                                    {512, 3072},
                                    {64, 16384},
+                                   {98304, 256},
                                    {32768, 768},
+                                   {6144, 4096},
                                    {2048, 12288}}) {
     Graph g(fmt::format("calibrate-rows-{}x{}", rows, cols));
     g.add_buffer("m", DType::f32, {rows, cols}, InitUniform{-3, 3, 5});

@@ -109,7 +109,7 @@ void add_samples(const ProfileResult& profiled, Backend backend, CalibrationSamp
 // GPU shape; calibrate() adds it).
 Calibration fit(const CalibrationSamples& samples, double l2_bytes);
 
-// The calibration graphs: every whole-view op at three sizes, row ops over short and long rows in the L2 cache and
+// The calibration graphs: every whole-view op at five sizes, row ops over short and long rows in the L2 cache and
 // beyond it, chains of small row ops on either megakernel; hand-offs and barriers in all of them. None has the shape
 // of an example or bench graph.
 std::vector<Graph> calibration_graphs();
