@@ -395,6 +395,14 @@ TaskDesc describe_task(const Graph& graph, const Analysis& a, std::uint32_t gi, 
   const bool row_op = program::is_row_op(d.opcode);
   d.rows = row_op ? in.rows : 1;
   d.cols = row_op ? in.cols : in.elements();
+  // A whole-range reduce or scan that fits one lean row tile runs as that one row (runtime/tiles.hpp: lean_rows): one
+  // load per element into registers, no bulk copy, no partials to fold. Its elements are contiguous like a row's.
+  if (d.cols >= 1 && d.cols <= kernels::lean_max_cols(static_cast<int>(o.threads_per_block))) {
+    if (d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all))
+      d.opcode = static_cast<std::uint32_t>(Opcode::reduce_rows);
+    else if (d.opcode == static_cast<std::uint32_t>(Opcode::scan_all))
+      d.opcode = static_cast<std::uint32_t>(Opcode::scan_rows);
+  }
   d.level = a.level[gi];
   d.graph_task = gi;
   d.tile_size = tile_size_for(d, o);

@@ -242,7 +242,8 @@ TEST_F(Cli, PredictMeasuresEveryConfigurationAgainstACalibration) {
                  "\"barrier_ns\": 1000, \"runs\": 1}";
   write("cal.json", R"({"device": "test", "bodies": {"softmax_rows/lean-rows": {"fixed_ns": 900, "ns_per_byte": 0.01,
     "samples": 2}, "softmax_rows/short-rows": {"fixed_ns": 900, "ns_per_byte": 0.01, "samples": 2},
-    "reduce_all": {"fixed_ns": 500, "ns_per_byte": 0.01, "samples": 2}}, "configs": {)" +
+    "reduce_rows/lean-rows": {"fixed_ns": 500, "ns_per_byte": 0.01, "samples": 2},
+    "reduce_rows/lean-rows/poll": {"fixed_ns": 500, "ns_per_byte": 0.01, "samples": 2}}, "configs": {)" +
                         configs + "}}");
   const Result r = run("predict " + write("g.json", kGraph).string() +
                        " --calibration cal.json --backend cpu --workers 2 --measure --repeat 2 --json pred.json");

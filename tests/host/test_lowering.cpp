@@ -452,11 +452,48 @@ TEST(Lowering, RejectsBadShapes) {
 namespace gridflow {
 namespace {
 
-// The automatic schedule: static lists for graphs of lean row tiles, the dynamic ticket otherwise.
+// The automatic schedule: static lists for graphs of lean row tiles, the dynamic ticket otherwise (here a whole-range
+// reduce too long for one lean row).
 TEST(Lowering, AutomaticScheduleIsStaticForLeanRowGraphs) {
   EXPECT_EQ(lower_graph(softmax_row_chain(8), SyncMode::flags, 132, Schedule::automatic).schedule,
             Schedule::static_list);
-  EXPECT_EQ(lower_graph(chain_graph(), SyncMode::flags, 132, Schedule::automatic).schedule, Schedule::dynamic);
+  EXPECT_EQ(lower_graph(chain_graph(), SyncMode::flags, 132, Schedule::automatic).schedule, Schedule::static_list);
+  Graph g = chain_graph();
+  g.add_buffer("t", DType::f32, {1});
+  g.reduce("everything", "y", "t", ReduceFn::sum);
+  EXPECT_EQ(lower_graph(g, SyncMode::flags, 132, Schedule::automatic).schedule, Schedule::dynamic);
+}
+
+// A whole-range reduce or scan of at most one lean row's elements runs as that row; a longer one keeps its
+// whole-range tiles.
+TEST(Lowering, ShortWholeRangeReducesAndScansRunAsOneLeanRow) {
+  Graph g("short");
+  g.add_buffer("x", DType::f32, {4, 256}, InitUniform{});
+  g.add_buffer("big", DType::f32, {1025}, InitUniform{});
+  g.add_buffer("s", DType::f32, {1});
+  g.add_buffer("c", DType::f32, {4, 256});
+  g.add_buffer("b", DType::f32, {1});
+  g.add_buffer("d", DType::f32, {1025});
+  g.reduce("sum", "x", "s", ReduceFn::sum);
+  g.scan("scan", "x", "c", ScanFn::sum);
+  g.reduce("big_sum", "big", "b", ReduceFn::sum);
+  g.scan("big_scan", "big", "d", ScanFn::sum);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags);
+  const auto task = [&](const char* name) {
+    const auto it = std::find(p.task_names.begin(), p.task_names.end(), name);
+    return p.tasks.at(static_cast<std::size_t>(it - p.task_names.begin()));
+  };
+  for (const char* name : {"sum", "scan"}) {
+    const program::TaskDesc t = task(name);
+    EXPECT_TRUE(program::lean_rows(t, 256)) << name;
+    EXPECT_EQ(t.rows, 1) << name;
+    EXPECT_EQ(t.cols, 1024) << name;
+    EXPECT_EQ(t.num_tiles, 1u) << name;
+  }
+  EXPECT_EQ(task("sum").opcode, static_cast<std::uint32_t>(program::Opcode::reduce_rows));
+  EXPECT_EQ(task("scan").opcode, static_cast<std::uint32_t>(program::Opcode::scan_rows));
+  EXPECT_EQ(task("big_sum").opcode, static_cast<std::uint32_t>(program::Opcode::reduce_all));
+  EXPECT_EQ(task("big_scan").opcode, static_cast<std::uint32_t>(program::Opcode::scan_all));
 }
 
 // A row chain keeps each row on its block, and every tile after the first op takes its input from the tile before it.
