@@ -13,7 +13,8 @@
 //           0, relaxed system loads issued after the leader's acquire and a block barrier), writes the run's epoch and
 //           barrier base into control.run (from the retired line when it names the same program, else from the
 //           program's record) and stores the doorbell into control.published (release). Block 0 then runs k without
-//           reading back what it published.
+//           reading back what it published. A lone submission (block 0 its one participant) skips the run line and
+//           is published after block 0 retired it: the other blocks run nothing of it and need only its ticket.
 //   blocks  wait for control.published to show a ticket above their last (acquire; tickets in between retired
 //           without them). Blocks 0 .. participants - 1 (participants_of the program) run it: copy the program's record
 //           into their own storage (every thread a word) unless they hold it from their last run (a record's
@@ -93,7 +94,7 @@ static_assert(sizeof(Submission) % 128 == 0 && sizeof(Submission) == 8 * (4 + kM
 // One slot of the completion ring, written by the last block to finish a submission.
 struct alignas(128) Completion {
   std::uint64_t seq = 0;          // ticket + 1 once the fields below are written (stored last)
-  std::uint64_t published_ns = 0; // executor clock: block 0 published the submission to every block
+  std::uint64_t published_ns = 0; // executor clock: block 0 took the submission (and published it, unless lone)
   std::uint64_t first_ns = 0;     // executor clock: the first block began it
   std::uint64_t done_ns = 0;      // executor clock: the last block finished it
   program::ErrorRecord error{};   // the run's first error (code 0: none)
@@ -212,7 +213,21 @@ struct Published {
   std::uint64_t participants = 0;
   std::uint64_t epoch = 0;
   std::uint64_t barrier_base = 0;
+  std::uint64_t published_ns = 0; // block 0: when it took the submission
+  std::uint64_t first_ns = 0;     // block 0, a lone submission: when it began it
 };
+
+// Whether block 0 runs the submission alone (participants_of is 1): it then publishes it to the other blocks only
+// after retiring it (they run nothing of it), and keeps the run's epoch, barrier base and times to itself.
+GRIDFLOW_HOST_DEVICE bool lone(const Published& p) {
+  return p.participants == 1;
+}
+
+// Block 0's leader: submission p's doorbell to every block (release: a multi-block submission's run line and, for
+// every submission, what block 0 acquired of the host's writes).
+GRIDFLOW_HOST_DEVICE void publish(Control& c, const Published& p) {
+  protocol::atomic_ref<std::uint64_t>(c.published.value).store(p.bell, cuda::std::memory_order_release);
+}
 
 // Leader: how many blocks run `program_id` (blocks 0 .. n - 1): its record's participants, which never change once it
 // is added (so a block reads them for the ticket it saw, whatever block 0 published since; from the worker's own copy
@@ -271,12 +286,17 @@ template <class Worker> GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rin
     const ProgramRecord& rec = rings.programs[program_id];
     p.epoch = (same ? last.epoch : rec.epoch) + 1;
     p.barrier_base = same ? last.generations : rec.barrier_generations;
-    c.run.epoch = p.epoch;
-    c.run.barrier_base = p.barrier_base;
+    if (!lone(p)) {
+      c.run.epoch = p.epoch;
+      c.run.barrier_base = p.barrier_base;
+    }
   }
+  p.published_ns = protocol::now_ns();
+  if (lone(p)) // published after it retired (serve)
+    return p;
   protocol::atomic_ref<std::uint64_t>(c.first_ns.value).store(~std::uint64_t{0}, cuda::std::memory_order_relaxed);
-  c.published_ns = protocol::now_ns();
-  protocol::atomic_ref<std::uint64_t>(c.published.value).store(p.bell, cuda::std::memory_order_release);
+  c.published_ns = p.published_ns;
+  publish(c, p);
   return p;
 }
 
@@ -308,16 +328,20 @@ GRIDFLOW_HOST_DEVICE void load_run(Worker& w, const Rings& rings, std::uint32_t 
 // The last block to finish submission k, every thread: reset the program's arena after a failed run, complete k in
 // the completion ring and retire it.
 template <class Worker>
-GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k, std::uint32_t program_id) {
+GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k, std::uint32_t program_id,
+                                 const Published& p) {
   Control& c = *rings.control;
   const bool has_program = program_id < rings.max_programs;
   program::ErrorRecord error{};
   std::uint32_t reset = 0;
-  std::uint64_t published_ns = 0, first_ns = 0;
+  std::uint64_t published_ns = p.published_ns, first_ns = p.first_ns;
   if (w.is_leader()) {
-    // One round of loads: the times the completion reports, the run's error record and abort flag.
-    published_ns = c.published_ns;
-    first_ns = protocol::atomic_ref<std::uint64_t>(c.first_ns.value).load(cuda::std::memory_order_relaxed);
+    // One round of loads: the times the completion reports (block 0 keeps a lone submission's), the run's error
+    // record and abort flag.
+    if (!lone(p)) {
+      published_ns = c.published_ns;
+      first_ns = protocol::atomic_ref<std::uint64_t>(c.first_ns.value).load(cuda::std::memory_order_relaxed);
+    }
     if (has_program) {
       auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
       error = control->error;
@@ -333,6 +357,15 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
   }
   if (!w.is_leader())
     return;
+  // The completion first: its release orders the run's outputs and the fields before seq, and nothing the host does
+  // not read waits in front of it.
+  Completion& done = rings.completions[k % rings.depth];
+  done.published_ns = published_ns;
+  done.first_ns = first_ns;
+  done.done_ns = protocol::now_ns();
+  done.error = error;
+  system_ref<std::uint64_t>(done.seq).store(k + 1, cuda::std::memory_order_release); // after the fields above
+  // Then what block 0 reads before it takes k + 1, released by `retired` below.
   c.retired.program = 0;
   if (has_program) {
     ProgramRecord& rec = rings.programs[program_id];
@@ -342,12 +375,6 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
     c.retired.epoch = rec.epoch;
     c.retired.generations = rec.barrier_generations;
   }
-  Completion& done = rings.completions[k % rings.depth];
-  done.published_ns = published_ns;
-  done.first_ns = first_ns;
-  done.done_ns = protocol::now_ns();
-  done.error = error;
-  system_ref<std::uint64_t>(done.seq).store(k + 1, cuda::std::memory_order_release); // after the fields above
   // The next submission's arrivals count from zero: they follow block 0's publication of it, which follows its
   // acquire of `retired` below.
   protocol::atomic_ref<std::uint64_t>(c.finished.value).store(0, cuda::std::memory_order_relaxed);
@@ -402,8 +429,12 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
     const std::uint32_t program_id = program_of_code(shared & 0x3fffffffu);
     if ((shared & 0x40000000u) == 0)
       continue; // kStop runs on every block, so a block that runs nothing of k does not stop here
-    if (w.is_leader())
-      detail::note_first(c);
+    if (w.is_leader()) {
+      if (detail::lone(p))
+        p.first_ns = protocol::now_ns();
+      else
+        detail::note_first(c);
+    }
     if (program_id < rings.max_programs) {
       detail::load_run(w, rings, program_id, (shared & 0x80000000u) != 0, p);
       w.run(program_id, k);
@@ -419,7 +450,9 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
               ? 1u
               : 0u;
     if (w.share(last) != 0)
-      detail::retire(w, rings, k, program_id);
+      detail::retire(w, rings, k, program_id, p);
+    if (w.is_leader() && detail::lone(p)) // block 0: the lone submission's publication (the others skip it)
+      detail::publish(c, p);
     if (program_id == kStop)
       return;
   }

@@ -77,7 +77,7 @@ struct Binding {
 struct ResidentResult {
   std::uint64_t ticket = 0;
   std::uint64_t submitted_ns = 0; // the doorbell was written
-  std::uint64_t published_ns = 0; // block 0 told every block of it
+  std::uint64_t published_ns = 0; // block 0 took it (and told every block of it, unless it ran it alone)
   std::uint64_t first_ns = 0;     // the first block began it
   std::uint64_t done_ns = 0;      // the last block finished it
   std::uint64_t seen_ns = 0;      // the host read its completion

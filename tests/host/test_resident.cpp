@@ -179,6 +179,67 @@ TEST(Resident, ProgramsOnSomeBlocksInterleaveWithProgramsOnAll) {
   rs.stop();
 }
 
+// A program of one tile runs on block 0 alone, which publishes it to the other blocks only after retiring it; such
+// lone submissions interleaved with programs on every block (barrier mode) and on a few: every result bit for bit,
+// and each completion's times in order.
+TEST(Resident, LoneSubmissionsInterleaveWithProgramsOnAll) {
+  constexpr std::uint32_t kMany = 5;
+  constexpr std::int64_t kLone = 256;
+  ResidentOptions ro = cpu_runtime(4);
+  ro.cpu_workers = kMany;
+  ResidentSession rs(ro);
+  rs.start();
+  Graph one("one-tile");
+  one.add_buffer("x", DType::f32, {kLone}, InitUniform{});
+  one.add_buffer("s", DType::f32, {1});
+  one.reduce("sum", "x", "s", ReduceFn::sum);
+  const auto alone = rs.add(one, program_options(SyncMode::flags));
+  const auto everywhere = rs.add(softmax_sums(), program_options(SyncMode::barrier));
+  EXPECT_EQ(resident::participants(rs.program(alone)), 1u); // the feature under test
+  EXPECT_EQ(resident::participants(rs.program(everywhere)), 0u);
+
+  struct Run {
+    bool lone;
+    std::vector<float> x, y, s;
+    ResidentSession::Ticket t = 0;
+  };
+  std::mt19937 rng(11);
+  std::vector<Run> runs;
+  for (int i = 0; i < 48; ++i) {
+    const bool lone = rng() % 3 != 0;
+    const std::int64_t n = lone ? kLone : kRows * kCols;
+    runs.push_back({lone, fresh(n, 900 + i), std::vector<float>(lone ? 0 : n, -7.0f),
+                    std::vector<float>(lone ? 1 : kRows, -7.0f)});
+  }
+  for (Run& r : runs)
+    r.t = r.lone ? rs.submit(alone, {{"x", host(r.x)}, {"s", host(r.s)}})
+                 : rs.submit(everywhere, {{"x", host(r.x)}, {"y", host(r.y)}, {"s", host(r.s)}});
+  for (Run& r : runs) {
+    const ResidentResult done = rs.wait(r.t);
+    EXPECT_LE(done.published_ns, done.first_ns);
+    EXPECT_LE(done.first_ns, done.done_ns);
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    if (r.lone) {
+      SessionOptions o;
+      o.backend = Backend::cpu;
+      o.cpu_workers = kMany;
+      Session s(one, o);
+      std::vector<float> x = r.x, want(1, -7.0f);
+      s.bind("x", host(x));
+      s.bind("s", host(want));
+      s.run();
+      EXPECT_EQ(std::memcmp(r.s.data(), want.data(), sizeof(float)), 0) << "submission " << i;
+    } else {
+      const Expected want = plain(r.x, SyncMode::barrier);
+      EXPECT_TRUE(same_bits(r.y, want.y)) << "submission " << i;
+      EXPECT_TRUE(same_bits(r.s, want.s)) << "submission " << i;
+    }
+  }
+  rs.stop();
+}
+
 TEST(Resident, SubmissionsRunInTicketOrder) {
   // Submission i reads what submission i - 1 wrote (x of i is y of i - 1): any other order gives other bits.
   constexpr int kSteps = 12;
