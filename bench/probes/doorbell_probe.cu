@@ -162,10 +162,11 @@ int main(int argc, char** argv) {
   std::uint64_t res[3];
   CHECK(cudaMemcpyAsync(res, dres, sizeof(res), cudaMemcpyDeviceToHost, stream));
   CHECK(cudaStreamSynchronize(stream));
-  std::printf("{\"what\": \"device\", \"sys_load_ns\": %llu, \"sys_fence_ns\": %llu, \"host_store_sys_fence_ns\": %llu}\n",
-              (unsigned long long)res[0], (unsigned long long)res[1], (unsigned long long)res[2]);
+  std::printf(
+      "{\"what\": \"device\", \"sys_load_ns\": %llu, \"sys_fence_ns\": %llu, \"host_store_sys_fence_ns\": %llu}\n",
+      (unsigned long long)res[0], (unsigned long long)res[1], (unsigned long long)res[2]);
 
-  const char* names[kVariants] = {"relaxed_ack",    "release_ack",     "fields_release",   "retire_like",
+  const char* names[kVariants] = {"relaxed_ack",       "release_ack",    "fields_release",   "retire_like",
                                   "staggered_8x150ns", "staggered_join", "block_barrier_ack"};
   for (int variant = 0; variant < kVariants; ++variant) {
     const std::uint64_t total = warm + rounds;
