@@ -3,10 +3,13 @@
 // retire (runtime/resident.hpp) could write it. Also the latency of one system-scope load of host memory and the
 // cost of a system-scope fence with and without host-memory stores before it (device clock).
 //
-//   nvcc -O3 -arch=sm_90 -std=c++20 bench/probes/doorbell_probe.cu -o doorbell_probe && ./doorbell_probe [rounds]
+//   gridflow_probe_doorbell [rounds]     (built with the GPU backend; without a GPU it says so and exits 0)
 //
 // Every figure: the median and the 99th percentile of `rounds` round trips (host steady clock) after 1000 warm-up
 // rounds, each rung 3 us after the last was acknowledged; one line of JSON per variant on stdout.
+#include "bench/bench_common.hpp"
+#include "runtime/gpu/cuda_check.hpp"
+
 #include <cuda/atomic>
 
 #include <algorithm>
@@ -15,15 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#define CHECK(x)                                                                                                       \
-  do {                                                                                                                 \
-    cudaError_t e_ = (x);                                                                                              \
-    if (e_ != cudaSuccess) {                                                                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                         \
-      std::exit(1);                                                                                                    \
-    }                                                                                                                  \
-  } while (0)
 
 template <class T> using sys_ref = cuda::atomic_ref<T, cuda::thread_scope_system>;
 template <class T> using gpu_ref = cuda::atomic_ref<T, cuda::thread_scope_device>;
@@ -132,36 +126,43 @@ __global__ void latencies(const std::uint64_t* host_word, std::uint64_t* host_si
   host_sink[9] = v; // keeps the loads
 }
 
-int main(int argc, char** argv) {
-  const std::uint64_t rounds = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 20000;
+int main(int argc, char** argv) try {
+  char* end = nullptr;
+  const std::uint64_t rounds = argc > 1 ? std::strtoull(argv[1], &end, 10) : 20000;
+  if (argc > 2 || (argc > 1 && (*end != '\0' || rounds < 1 || rounds > 10'000'000))) {
+    std::fprintf(stderr, "usage: gridflow_probe_doorbell [rounds: 1 to 10000000]\n");
+    return 2;
+  }
+  if (!gridflow::bench::gpu_to_measure("gridflow_probe_doorbell"))
+    return 0;
   const std::uint64_t warm = 1000;
   std::uint64_t* bell = nullptr;
   Ack* ack = nullptr;
   std::uint64_t* sink = nullptr;
-  CHECK(cudaHostAlloc(&bell, 4096, cudaHostAllocMapped));
-  CHECK(cudaHostAlloc(&ack, sizeof(Ack), cudaHostAllocMapped));
-  CHECK(cudaHostAlloc(&sink, 4096, cudaHostAllocMapped));
+  GRIDFLOW_CUDA_CHECK(cudaHostAlloc(&bell, 4096, cudaHostAllocMapped));
+  GRIDFLOW_CUDA_CHECK(cudaHostAlloc(&ack, sizeof(Ack), cudaHostAllocMapped));
+  GRIDFLOW_CUDA_CHECK(cudaHostAlloc(&sink, 4096, cudaHostAllocMapped));
   float* out = nullptr;
   std::uint64_t* word = nullptr;
-  CHECK(cudaMalloc(&out, 4096));
-  CHECK(cudaMalloc(&word, 4096));
+  GRIDFLOW_CUDA_CHECK(cudaMalloc(&out, 4096));
+  GRIDFLOW_CUDA_CHECK(cudaMalloc(&word, 4096));
   std::uint64_t *dbell, *dsink;
   Ack* dack;
-  CHECK(cudaHostGetDevicePointer(&dbell, bell, 0));
-  CHECK(cudaHostGetDevicePointer(&dack, ack, 0));
-  CHECK(cudaHostGetDevicePointer(&dsink, sink, 0));
+  GRIDFLOW_CUDA_CHECK(cudaHostGetDevicePointer(&dbell, bell, 0));
+  GRIDFLOW_CUDA_CHECK(cudaHostGetDevicePointer(&dack, ack, 0));
+  GRIDFLOW_CUDA_CHECK(cudaHostGetDevicePointer(&dsink, sink, 0));
   cudaStream_t stream;
-  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  GRIDFLOW_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   std::uint64_t* dres;
-  CHECK(cudaMalloc(&dres, 64));
+  GRIDFLOW_CUDA_CHECK(cudaMalloc(&dres, 64));
   bell[0] = 0;
   bell[1] = 0;
   latencies<<<1, 1, 0, stream>>>(dbell, dsink, dres, 2000);
-  CHECK(cudaGetLastError());
+  GRIDFLOW_CUDA_CHECK_LAUNCH();
   std::uint64_t res[3];
-  CHECK(cudaMemcpyAsync(res, dres, sizeof(res), cudaMemcpyDeviceToHost, stream));
-  CHECK(cudaStreamSynchronize(stream));
+  GRIDFLOW_CUDA_CHECK(cudaMemcpyAsync(res, dres, sizeof(res), cudaMemcpyDeviceToHost, stream));
+  GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
   std::printf(
       "{\"what\": \"device\", \"sys_load_ns\": %llu, \"sys_fence_ns\": %llu, \"host_store_sys_fence_ns\": %llu}\n",
       (unsigned long long)res[0], (unsigned long long)res[1], (unsigned long long)res[2]);
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
     sys_ref<std::uint64_t>(bell[0]).store(0, cuda::memory_order_release);
     sys_ref<std::uint64_t>(ack->seq).store(0, cuda::memory_order_release);
     serve<<<1, 256, 0, stream>>>(dbell, dack, out, word, variant, total, 150);
-    CHECK(cudaGetLastError());
+    GRIDFLOW_CUDA_CHECK_LAUNCH();
     std::vector<double> us;
     us.reserve(rounds);
     for (std::uint64_t k = 1; k <= total; ++k) {
@@ -188,11 +189,14 @@ int main(int argc, char** argv) {
       if (k > warm)
         us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     }
-    CHECK(cudaStreamSynchronize(stream));
+    GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(stream));
     std::sort(us.begin(), us.end());
     std::printf("{\"what\": \"%s\", \"rounds\": %llu, \"p50_us\": %.3f, \"p90_us\": %.3f, \"p99_us\": %.3f}\n",
                 names[variant], (unsigned long long)rounds, us[us.size() / 2], us[us.size() * 9 / 10],
                 us[us.size() * 99 / 100]);
   }
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "gridflow_probe_doorbell: %s\n", e.what());
+  return 1;
 }
