@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -180,8 +181,8 @@ TEST(Resident, ProgramsOnSomeBlocksInterleaveWithProgramsOnAll) {
 }
 
 // A program of one tile runs on block 0 alone, which publishes it to the other blocks only after retiring it; such
-// lone submissions interleaved with programs on every block (barrier mode) and on a few: every result bit for bit,
-// and each completion's times in order.
+// lone submissions interleaved with a program on every block (barrier mode): every result bit for bit, and each
+// completion's times in order.
 TEST(Resident, LoneSubmissionsInterleaveWithProgramsOnAll) {
   constexpr std::uint32_t kMany = 5;
   constexpr std::int64_t kLone = 256;
@@ -230,6 +231,10 @@ TEST(Resident, LoneSubmissionsInterleaveWithProgramsOnAll) {
       s.bind("x", host(x));
       s.bind("s", host(want));
       s.run();
+      double sum = 0, magnitude = 0; // the float64 reference, within float32 summation error
+      for (const float v : r.x)
+        sum += v, magnitude += std::abs(v);
+      EXPECT_NEAR(r.s[0], sum, 1e-5 * magnitude) << "submission " << i;
       EXPECT_EQ(std::memcmp(r.s.data(), want.data(), sizeof(float)), 0) << "submission " << i;
     } else {
       const Expected want = plain(r.x, SyncMode::barrier);
