@@ -238,9 +238,9 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool traced_barrier(Block& blk, std:
 
 namespace detail {
 
-// The tile loops of one block after the prologue (levels, or one dataflow pass), traced or not.
+// The tile loops of one block after the prologue (levels, or one dataflow pass), traced or not; interpret()'s result.
 template <bool TRACED, class Block>
-GRIDFLOW_HOST_DEVICE void run_tiles(Block& blk, Cursor& cursor, std::uint32_t& barrier_k) {
+GRIDFLOW_HOST_DEVICE bool run_tiles(Block& blk, Cursor& cursor, std::uint32_t& barrier_k) {
   const ProgramView& v = blk.view();
   const SyncMode mode = static_cast<SyncMode>(v.mode);
   if (is_level_mode(mode)) {
@@ -258,13 +258,13 @@ GRIDFLOW_HOST_DEVICE void run_tiles(Block& blk, Cursor& cursor, std::uint32_t& b
       }
       if (level + 1 < v.num_levels) {
         if (!traced_barrier(blk, barrier_k++) && mode != SyncMode::grid_sync)
-          return;
+          return false;
         // One reading of the abort flag for the whole block, so control flow stays uniform.
         const bool aborted = protocol::is_aborted(reinterpret_cast<ControlBlock*>(v.state));
         alive = blk.share(blk.is_leader() ? (alive && !aborted ? 1u : 0u) : 0u) != 0;
       }
     }
-    return;
+    return alive;
   }
 
   // Dataflow modes: one pass over the global order; waits replace barriers.
@@ -273,16 +273,18 @@ GRIDFLOW_HOST_DEVICE void run_tiles(Block& blk, Cursor& cursor, std::uint32_t& b
     // Step 1: claim the next tile (topological order).
     const Claim c = claim(blk, cursor, 0, 0, v.num_tiles);
     if (c.tile == kNoTile)
-      return;
+      return true;
     if (!descriptor_ok(blk, c) || !run_tile<TRACED>(blk, c, t0, true, true))
-      return;
+      return false;
   }
 }
 
 } // namespace detail
 
-// The whole run of one block.
-template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
+// The whole run of one block. Every thread gets the same answer: true when the block saw no failure (none of its waits,
+// descriptors, bodies or barriers failed, and in the level modes no other block's abort reached it), so no error was
+// raised by it (every raise is followed by such a failure); false otherwise.
+template <class Block> GRIDFLOW_HOST_DEVICE bool interpret(Block& blk) {
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
   const SyncMode mode = static_cast<SyncMode>(v.mode);
@@ -299,12 +301,11 @@ template <class Block> GRIDFLOW_HOST_DEVICE void interpret(Block& blk) {
     blk.fill_sentinels();
     blk.sync();
     if (!traced_barrier(blk, barrier_k++))
-      return;
+      return false;
   }
   if (r.tile_trace != nullptr)
-    detail::run_tiles<true>(blk, cursor, barrier_k);
-  else
-    detail::run_tiles<false>(blk, cursor, barrier_k);
+    return detail::run_tiles<true>(blk, cursor, barrier_k);
+  return detail::run_tiles<false>(blk, cursor, barrier_k);
 }
 
 } // namespace gridflow::program

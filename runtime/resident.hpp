@@ -8,13 +8,15 @@
 //   host    writes slot k's payload (if any), then stores slot.seq = doorbell(k, program, payload) (release, system
 //           scope): ticket + 1 and the program in one word.
 //   block 0 waits until submission k - 1 is retired (control.retired >= k, acquire; the line also names the program
-//           retired and its epoch and barrier generations after it), polls slot.seq for ticket k + 1 (acquire, system
-//           scope; spinning for the idle window, then sleeping), copies a payload into control (every thread of block
-//           0, relaxed system loads issued after the leader's acquire and a block barrier), writes the run's epoch and
-//           barrier base into control.run (from the retired line when it names the same program, else from the
-//           program's record) and stores the doorbell into control.published (release). Block 0 then runs k without
-//           reading back what it published. A lone submission (block 0 its one participant) skips the run line and
-//           is published after block 0 retired it: the other blocks run nothing of it and need only its ticket.
+//           retired and its epoch and barrier generations after it; when block 0 retired k - 1 itself it knows all
+//           that and reads nothing), polls slot.seq for ticket k + 1 (acquire, system scope; spinning for the idle
+//           window, then sleeping),
+//           copies a payload into control (every thread of block 0, relaxed system loads issued after the leader's
+//           acquire and a block barrier), writes the run's epoch and barrier base into control.run (from the retired
+//           line when it names the same program, else from the program's record) and stores the doorbell into
+//           control.published (release). Block 0 then runs k without reading back what it published. A lone
+//           submission (block 0 its one participant) skips the run line and is published, relaxed, after block 0
+//           retired it: the other blocks run nothing of it and need only its ticket.
 //   blocks  wait for control.published to show a ticket above their last (acquire; tickets in between retired
 //           without them). Blocks 0 .. participants - 1 (participants_of the program) run it: copy the program's record
 //           into their own storage (every thread a word) unless they hold it from their last run (a record's
@@ -22,10 +24,11 @@
 //           0 rewrites only after every participant arrived) and the buffer table from the payload if there is one,
 //           run the program with the same interpreter as a launch (every sync mode), then arrive on control.finished
 //           (acq_rel; a lone participant is the last without arriving); the others wait for the next ticket. The last
-//           of the arrivals for k reads the program's error record; after an error (or an epoch about to wrap) it
-//           zeroes the program's state arena so the next run of it starts from run 1; it then writes the completion
-//           slot (times, error) and its seq = k + 1 (release, system scope), zeroes control.finished, writes the
-//           record's new epoch and generations into the record and into control.retired, and stores control.retired =
+//           of the arrivals for k reads the program's error record (not for a lone run that saw no failure: only its
+//           block could have raised one); after an error (or an epoch about to wrap) it zeroes the program's state
+//           arena so the next run of it starts from run 1; it then writes the completion slot (times, error) and its
+//           seq = k + 1 (release, system scope), zeroes control.finished, writes the record's new epoch and
+//           generations into the record and, unless it is block 0, into control.retired, and stores control.retired =
 //           k + 1 (release), which lets block 0 take submission k + 1.
 // Participants: a program on static lists in flags mode (no grid barrier, no grid-wide sentinel fill) runs on the
 // blocks that have tiles, which the host moved to the front (ProgramRecord::participants, fixed when the program is
@@ -98,6 +101,7 @@ struct alignas(128) Completion {
   std::uint64_t first_ns = 0;     // executor clock: the first block began it
   std::uint64_t done_ns = 0;      // executor clock: the last block finished it
   program::ErrorRecord error{};   // the run's first error (code 0: none)
+  std::uint32_t lean_tiles = 0;   // 1: the run went through the lean tile path (runs_lean)
 };
 static_assert(sizeof(Completion) == 128);
 
@@ -115,6 +119,13 @@ struct alignas(16) ProgramRecord {
   std::uint64_t epoch = 0;
   std::uint64_t barrier_generations = 0;
 };
+
+// Whether a run of `r` (its buffers set for the submission: load_run) goes through the lean tile path: the program has
+// the lean megakernel's instructions (GPU, every task a lean row tile: runtime/lean_program.hpp) and the run is over
+// the program's own buffers, whose addresses those instructions hold. Any other run takes the general interpreter.
+GRIDFLOW_HOST_DEVICE bool runs_lean(const ProgramRecord& r) {
+  return r.view.tile_instrs != nullptr && r.view.buffers == r.table;
+}
 
 // A Worker's held_program() before it holds a record (no program index is this).
 inline constexpr std::uint32_t kNoProgram = kStop;
@@ -224,10 +235,19 @@ GRIDFLOW_HOST_DEVICE bool lone(const Published& p) {
 }
 
 // Block 0's leader: submission p's doorbell to every block (release: a multi-block submission's run line and, for
-// every submission, what block 0 acquired of the host's writes).
+// every submission, what block 0 acquired of the host's writes). A lone submission's is relaxed: the other blocks
+// read nothing of it but its ticket, and block 0's next publication releases all it wrote.
 GRIDFLOW_HOST_DEVICE void publish(Control& c, const Published& p) {
-  protocol::atomic_ref<std::uint64_t>(c.published.value).store(p.bell, cuda::std::memory_order_release);
+  protocol::atomic_ref<std::uint64_t>(c.published.value)
+      .store(p.bell, lone(p) ? cuda::std::memory_order_relaxed : cuda::std::memory_order_release);
 }
+
+// Block 0's leader, between submissions: what it knows without reading control memory when it retired the last
+// submission itself, so take() neither waits for the retired line nor reads it.
+struct Ahead {
+  std::uint64_t retired = 0; // ticket + 1 of the submission block 0 retired itself, 0: none (read the line)
+  RetiredLine line{};        // what that retirement wrote of it (program, epoch, generations)
+};
 
 // Leader: how many blocks run `program_id` (blocks 0 .. n - 1): its record's participants, which never change once it
 // is added (so a block reads them for the ticket it saw, whatever block 0 published since; from the worker's own copy
@@ -245,12 +265,15 @@ GRIDFLOW_HOST_DEVICE std::uint64_t participants_of(Worker& w, const Rings& rings
 
 // Block 0, every thread: wait for submission k (after k - 1 retired), copy its payload if it has one, and publish it
 // to every block. Returns what the leader published (the other threads' copy is empty).
-template <class Worker> GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t k) {
+template <class Worker>
+GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t k, const Ahead& ahead) {
   Control& c = *rings.control;
   Submission& slot = rings.submissions[k % rings.depth];
   Published p;
   RetiredLine last;
-  if (w.is_leader()) {
+  if (w.is_leader() && ahead.retired == k) {
+    last = ahead.line; // block 0 retired k - 1 itself
+  } else if (w.is_leader()) {
     idle_wait(
         [&] { return protocol::atomic_ref<std::uint64_t>(c.retired.ticket).load(cuda::std::memory_order_acquire); }, k,
         rings.idle);
@@ -258,6 +281,8 @@ template <class Worker> GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rin
     last.program = c.retired.program;
     last.epoch = c.retired.epoch;
     last.generations = c.retired.generations;
+  }
+  if (w.is_leader()) {
     std::uint32_t polls = 0;
     idle_wait(
         [&] {
@@ -326,10 +351,12 @@ GRIDFLOW_HOST_DEVICE void load_run(Worker& w, const Rings& rings, std::uint32_t 
 }
 
 // The last block to finish submission k, every thread: reset the program's arena after a failed run, complete k in
-// the completion ring and retire it.
+// the completion ring and retire it. `clean`: this block's run saw no failure (Worker::run); for a lone submission
+// that means no error was raised (only this block ran it), so the error record is not read. Returns (leader) what
+// block 0 keeps of the retirement (Ahead) when it is the retiring block, which then does not write the retired line.
 template <class Worker>
-GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k, std::uint32_t program_id,
-                                 const Published& p) {
+GRIDFLOW_HOST_DEVICE Ahead retire(Worker& w, const Rings& rings, std::uint64_t k, std::uint32_t program_id,
+                                  const Published& p, bool clean) {
   Control& c = *rings.control;
   const bool has_program = program_id < rings.max_programs;
   program::ErrorRecord error{};
@@ -337,15 +364,19 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
   std::uint64_t published_ns = p.published_ns, first_ns = p.first_ns;
   if (w.is_leader()) {
     // One round of loads: the times the completion reports (block 0 keeps a lone submission's), the run's error
-    // record and abort flag.
+    // record and abort flag (none for a lone submission that ran clean).
     if (!lone(p)) {
       published_ns = c.published_ns;
       first_ns = protocol::atomic_ref<std::uint64_t>(c.first_ns.value).load(cuda::std::memory_order_relaxed);
     }
     if (has_program) {
-      auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
-      error = control->error;
-      reset = error.code != 0 || protocol::is_aborted(control) || w.record().params.epoch >= kEpochLimit ? 1u : 0u;
+      bool failed = false;
+      if (!lone(p) || !clean) {
+        auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
+        error = control->error;
+        failed = error.code != 0 || protocol::is_aborted(control);
+      }
+      reset = failed || w.record().params.epoch >= kEpochLimit ? 1u : 0u;
     }
   }
   if (w.share(reset) != 0) {
@@ -355,8 +386,9 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
       state[i] = 0;
     w.sync(); // every thread's zeroes precede the leader's release below
   }
+  Ahead kept;
   if (!w.is_leader())
-    return;
+    return kept;
   // The completion first: its release orders the run's outputs and the fields before seq, and nothing the host does
   // not read waits in front of it.
   Completion& done = rings.completions[k % rings.depth];
@@ -364,21 +396,31 @@ GRIDFLOW_HOST_DEVICE void retire(Worker& w, const Rings& rings, std::uint64_t k,
   done.first_ns = first_ns;
   done.done_ns = protocol::now_ns();
   done.error = error;
+  done.lean_tiles = has_program && runs_lean(w.record()) ? 1u : 0u;
   system_ref<std::uint64_t>(done.seq).store(k + 1, cuda::std::memory_order_release); // after the fields above
-  // Then what block 0 reads before it takes k + 1, released by `retired` below.
-  c.retired.program = 0;
+  // Then what block 0 reads before it takes k + 1 (released by `retired` below, unless block 0 is this block).
+  RetiredLine& line = kept.line;
+  kept.retired = k + 1;
+  line.ticket = k + 1;
   if (has_program) {
     ProgramRecord& rec = rings.programs[program_id];
     rec.epoch = reset ? 0 : w.record().params.epoch;
     rec.barrier_generations = reset ? 0 : w.record().params.barrier_base + w.record().barrier_advance;
-    c.retired.program = std::uint64_t{program_id} + 1;
-    c.retired.epoch = rec.epoch;
-    c.retired.generations = rec.barrier_generations;
+    line.program = std::uint64_t{program_id} + 1;
+    line.epoch = rec.epoch;
+    line.generations = rec.barrier_generations;
   }
   // The next submission's arrivals count from zero: they follow block 0's publication of it, which follows its
-  // acquire of `retired` below.
-  protocol::atomic_ref<std::uint64_t>(c.finished.value).store(0, cuda::std::memory_order_relaxed);
-  protocol::atomic_ref<std::uint64_t>(c.retired.ticket).store(k + 1, cuda::std::memory_order_release);
+  // acquire of `retired` below (or this store, when block 0 retires).
+  if (!lone(p))
+    protocol::atomic_ref<std::uint64_t>(c.finished.value).store(0, cuda::std::memory_order_relaxed);
+  if (w.index() != 0) {
+    c.retired.program = line.program;
+    c.retired.epoch = line.epoch;
+    c.retired.generations = line.generations;
+    protocol::atomic_ref<std::uint64_t>(c.retired.ticket).store(k + 1, cuda::std::memory_order_release);
+  }
+  return kept;
 }
 
 // Leader: when this block began the current submission, into the minimum over blocks (no wait for the result).
@@ -398,16 +440,19 @@ GRIDFLOW_HOST_DEVICE void note_first(Control& c) {
 //   ProgramRecord& record();                 // the worker's copy of the current run's record (view, parameters)
 //   std::uint32_t& held_program();           // whose record record() holds (kNoProgram at first): each thread's
 //                                            // own, which serve() keeps equal across the block
-//   void run(std::uint32_t program, std::uint64_t ticket);  // interpret record().view with record().params
+//   bool run(std::uint32_t program, std::uint64_t ticket);  // interpret record().view with record().params: its
+//                                                           // answer (false: the block saw the run fail)
 // Every thread of a block calls serve(); only leaders touch the control words. The ticket `k` is the leader's: a
 // block that runs none of the submissions between two it sees skips them (block 0 never does: it takes each one),
 // and only the leader's copy follows the skip (the other threads use it for nothing).
 template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& rings) {
   Control& c = *rings.control;
+  detail::Ahead ahead; // block 0's leader
   for (std::uint64_t k = 0;; ++k) {
     detail::Published p;
     if (w.index() == 0) {
-      p = detail::take(w, rings, k);
+      p = detail::take(w, rings, k, ahead);
+      ahead = {};
     } else if (w.is_leader()) {
       idle_wait(
           [&] {
@@ -435,9 +480,10 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
       else
         detail::note_first(c);
     }
+    bool clean = true;
     if (program_id < rings.max_programs) {
       detail::load_run(w, rings, program_id, (shared & 0x80000000u) != 0, p);
-      w.run(program_id, k);
+      clean = w.run(program_id, k);
     }
     w.sync(); // every thread of the block is done with the run before the leader arrives
     std::uint32_t last = 0;
@@ -449,8 +495,11 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
                       p.participants
               ? 1u
               : 0u;
-    if (w.share(last) != 0)
-      detail::retire(w, rings, k, program_id, p);
+    if (w.share(last) != 0) {
+      const detail::Ahead kept = detail::retire(w, rings, k, program_id, p, clean);
+      if (w.index() == 0 && w.is_leader())
+        ahead = kept;
+    }
     if (w.is_leader() && detail::lone(p)) // block 0: the lone submission's publication (the others skip it)
       detail::publish(c, p);
     if (program_id == kStop)

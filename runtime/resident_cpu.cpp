@@ -71,7 +71,7 @@ public:
   std::uint32_t threads() const { return 1; }
   resident::ProgramRecord& record() { return record_; }
   std::uint32_t& held_program() { return held_; }
-  void run(std::uint32_t program, std::uint64_t ticket);
+  bool run(std::uint32_t program, std::uint64_t ticket);
 
 private:
   CpuResident& owner_;
@@ -189,13 +189,14 @@ private:
 
 // A worker that throws (out of memory, say) aborts the run, so the other workers leave at their next check and the
 // last one resets the program's arena; the exception is kept for the ticket's wait(). Nothing escapes the thread.
-void CpuWorker::run(std::uint32_t program, std::uint64_t ticket) {
+bool CpuWorker::run(std::uint32_t program, std::uint64_t ticket) {
   try {
     cpu::CpuBlock blk(record_.view, record_.params, index_, owner_.program(program).forward);
-    program::interpret(blk);
+    return program::interpret(blk);
   } catch (...) {
     owner_.fail(ticket, std::current_exception());
     protocol::abort_run(reinterpret_cast<program::ControlBlock*>(record_.view.state));
+    return false;
   }
 }
 

@@ -173,7 +173,8 @@ ResidentSession::Handle ResidentSession::add(const Graph& graph, const ResidentP
   so.exec.timeout_ns = po.timeout_ns;
   so.exec.pacing = po.pacing;
   so.exec.wait_pacing = po.wait_pacing;
-  so.exec.lean_kernel = false; // the resident kernel runs the general interpreter: keep the runtime's grid
+  so.exec.lean_kernel = false; // planned on the runtime's grid (a lean launch may pick another); its lean row tiles
+                               // still run lean in the resident kernel (runtime/resident.hpp: runs_lean)
   so.files = options_.files;
   so.max_memory = options_.max_memory;
   if (po.timeout_ns == 0)
@@ -306,6 +307,7 @@ void ResidentSession::harvest() {
     o.result.first_ns = host(c.first_ns);
     o.result.done_ns = host(c.done_ns);
     o.result.seen_ns = host_ns();
+    o.result.lean_tiles = c.lean_tiles != 0;
     o.error = c.error;
     o.program = slot_program_[slot_index];
     o.failure = backend_->take_failure(k);

@@ -81,6 +81,8 @@ struct ResidentResult {
   std::uint64_t first_ns = 0;     // the first block began it
   std::uint64_t done_ns = 0;      // the last block finished it
   std::uint64_t seen_ns = 0;      // the host read its completion
+  bool lean_tiles = false;        // the run went through the lean tile path (a GPU program of lean row tiles over its
+                                  // own buffers: runtime/resident.hpp, runs_lean)
 };
 
 class ResidentSession {

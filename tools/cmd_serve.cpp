@@ -143,6 +143,7 @@ std::vector<Row> baselines(const Graph& g, const SessionOptions& o, int reps) {
 struct ResidentFigures {
   std::vector<double> round_trip, to_first, run;
   double rate1 = 0, rate_depth = 0;
+  std::size_t lean_runs = 0; // depth-1 runs that went through the lean tile path
   std::string describe;
   double uncertainty_us = 0;
 };
@@ -161,6 +162,7 @@ ResidentFigures measure_resident(const Graph& g, const SessionOptions& o, const 
     f.round_trip.push_back(us_since(t0));
     f.to_first.push_back(static_cast<double>(static_cast<std::int64_t>(r.first_ns - r.submitted_ns)) * 1e-3);
     f.run.push_back(static_cast<double>(r.done_ns - r.first_ns) * 1e-3);
+    f.lean_runs += r.lean_tiles ? 1 : 0;
   }
   f.rate1 = a.submissions / (us_since(t_depth1) * 1e-6);
   std::deque<ResidentSession::Ticket> in_flight;
@@ -226,6 +228,7 @@ int serve_bench(const Args& a) {
              body.p99);
   fmt::print("resident throughput: {:.0f} submissions/s at depth 1, {:.0f} at depth {}\n", f.rate1, f.rate_depth,
              a.depth);
+  fmt::print("resident runs on the lean tile path: {} of {}\n", f.lean_runs, f.round_trip.size());
   const double resident_p50 = rows[0].round_trip.p50;
   const BaselineP50 base = baseline_p50(rows);
   if (base.relaunch > 0 && resident_p50 > 0)
@@ -246,6 +249,7 @@ int serve_bench(const Args& a) {
                           {"run_p50_us", body.p50},
                           {"throughput_depth1_per_s", f.rate1},
                           {"throughput_depth_per_s", f.rate_depth},
+                          {"lean_tile_runs", f.lean_runs},
                           {"resident_vs_relaunch_p50", ratio_or_null(base.relaunch, resident_p50)},
                           {"resident_vs_best_lean_p50", ratio_or_null(base.best_lean, resident_p50)},
                           {"rows", nlohmann::json::array()}};

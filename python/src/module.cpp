@@ -576,7 +576,8 @@ NB_MODULE(_gridflow, m) {
       .def_ro("published_ns", &ResidentResult::published_ns)
       .def_ro("first_ns", &ResidentResult::first_ns)
       .def_ro("done_ns", &ResidentResult::done_ns)
-      .def_ro("seen_ns", &ResidentResult::seen_ns);
+      .def_ro("seen_ns", &ResidentResult::seen_ns)
+      .def_ro("lean_tiles", &ResidentResult::lean_tiles);
 
   nb::class_<PyResident>(m, "ResidentSession")
       .def(

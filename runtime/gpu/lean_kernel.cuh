@@ -81,6 +81,13 @@ public:
     }
   }
 
+  // Static lists whose every instruction the caller holds in shared memory (the resident kernel: `held`, this block's
+  // `count` entries in list order, kept from an earlier run of the same program): claims read them there and nothing
+  // is copied.
+  __device__ __forceinline__ LeanBlock(const program::ProgramView& v, const program::RunParams& r,
+                                       const program::TileInstr* held, std::uint32_t count)
+      : v_(v), r_(r), held_(held), end_(count) {}
+
   __device__ __forceinline__ const program::ProgramView& view() const { return v_; }
   __device__ __forceinline__ const program::RunParams& params() const { return r_; }
   __device__ __forceinline__ std::uint32_t index() const { return blockIdx.x; }
@@ -104,23 +111,26 @@ public:
     return id;
   }
 
-  // Static lists (interpreter.hpp: claim): the block's next entry, from its slot, when it is below `last`. Then the
-  // entry two ahead starts copying into the slot the entry two behind left (every thread read that one before the
-  // barriers of two tiles), and the entry one ahead, copied a tile ago, is waited for: this tile's body has a block
-  // barrier (every lean body has one), which publishes it before the next claim.
+  // Static lists (interpreter.hpp: claim): the block's next entry, from its slot (or the held list), when it is below
+  // `last`. Then, unless the list is held, the entry two ahead starts copying into the slot the entry two behind left
+  // (every thread read that one before the barriers of two tiles), and the entry one ahead, copied a tile ago, is
+  // waited for: this tile's body has a block barrier (every lean body has one), which publishes it before the next
+  // claim.
   __device__ __forceinline__ program::detail::Claim claim_listed(std::uint32_t last) {
     program::detail::Claim c;
     if (pos_ >= end_)
       return c;
-    const program::TileInstr& in = lean_shared<THREADS>().instr[pos_ % 4];
+    const program::TileInstr& in = held_ != nullptr ? held_[pos_] : lean_shared<THREADS>().instr[pos_ % 4];
     const std::uint32_t tile = in.tile;
     if (tile >= last && tile < v_.num_tiles)
       return c; // a later level's
     c.tile = tile;
     c.desc = program::TileDesc{in.task, 0, in.dep_first, in.dep_count};
     cur_ = in;
-    copy_entry(pos_ + 2);
-    copy_instr_wait<1>();
+    if (held_ == nullptr) {
+      copy_entry(pos_ + 2);
+      copy_instr_wait<1>();
+    }
     ++pos_;
     return c;
   }
@@ -206,10 +216,11 @@ private:
   const program::ProgramView& v_;
   const program::RunParams& r_;
   std::uint32_t turn_ = 0;
-  std::uint32_t pos_ = 0, end_ = 0; // static list: the next entry, and the list's end
-  int half_ = 0;                    // the half of the reduction storage the next block reduction uses
-  program::TileInstr cur_{};        // the running tile's instruction
-  kernels::LeanRow forward_{};      // the last tile's output row (on-chip forwarding)
+  const program::TileInstr* held_ = nullptr; // static list held by the caller (else the ring of slots)
+  std::uint32_t pos_ = 0, end_ = 0;          // static list: the next entry, and the list's end
+  int half_ = 0;                             // the half of the reduction storage the next block reduction uses
+  program::TileInstr cur_{};                 // the running tile's instruction
+  kernels::LeanRow forward_{};               // the last tile's output row (on-chip forwarding)
 };
 
 // SENTINEL: the kernel for programs in sentinel mode (polled inputs, canonical outputs); the other modes' kernel has

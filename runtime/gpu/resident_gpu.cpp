@@ -11,6 +11,7 @@
 #include "runtime/gpu/device_memory.hpp"
 #include "runtime/gpu/kernel_table.hpp"
 #include "runtime/gpu/resident_entry.hpp"
+#include "runtime/lean_program.hpp"
 #include "runtime/resident_backend.hpp"
 
 #include <fmt/format.h>
@@ -90,6 +91,7 @@ private:
 
 struct GpuProgram {
   AsyncBuffer tasks, tiles, deps, levels, block_begin, block_tiles, block_descs, sentinels, state, table;
+  AsyncBuffer tile_instrs, block_instrs; // a program of lean row tiles: its instructions over its own buffers
   std::vector<AsyncBuffer> buffers;
 };
 
@@ -241,7 +243,7 @@ public:
     for (const AsyncBuffer& b : prog->buffers)
       table.push_back(b.get());
     prog->table = AsyncBuffer::of(table, s);
-    const resident::ProgramRecord record = resident::make_record(
+    resident::ProgramRecord record = resident::make_record(
         p, options,
         {prog->tasks.as<program::TaskDesc>(), prog->tiles.as<program::TileDesc>(), prog->deps.as<program::DepDesc>(),
          prog->levels.as<std::uint32_t>(), p.block_begin.empty() ? nullptr : prog->block_begin.as<std::uint32_t>(),
@@ -249,6 +251,14 @@ public:
          p.block_tiles.empty() ? nullptr : prog->block_descs.as<program::TileDesc>(), prog->table.as<void* const>(),
          prog->sentinels.as<std::int64_t>(), prog->state.as<unsigned char>()},
         copy_ring_bytes(p, shape_.threads_per_block));
+    // Runs over the program's own buffers go through the lean tile path (resident::runs_lean) when every task is a
+    // lean row tile: the instructions hold those buffers' addresses.
+    if (lean_program(p, shape_.threads_per_block)) {
+      prog->tile_instrs = AsyncBuffer::of(tile_instrs(p, table), s);
+      prog->block_instrs = AsyncBuffer::of(block_instrs(p, table), s);
+      record.view.tile_instrs = prog->tile_instrs.as<program::TileInstr>();
+      record.view.block_instrs = p.block_tiles.empty() ? nullptr : prog->block_instrs.as<program::TileInstr>();
+    }
     GRIDFLOW_CUDA_CHECK(cudaMemcpyAsync(res_->records.as<resident::ProgramRecord>() + index, &record, sizeof record,
                                         cudaMemcpyHostToDevice, s));
     GRIDFLOW_CUDA_CHECK(cudaStreamSynchronize(s)); // all of it in device memory before a doorbell can name it

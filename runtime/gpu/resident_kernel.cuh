@@ -6,8 +6,13 @@
 // (entries and descriptors), the task table and the program's own buffer table, each where it fits. A program's
 // descriptors never change once it is added, so a run of the same program reads none of them from global memory:
 // its tiles' claims, stagings and dependency lookups are shared-memory loads.
+//
+// A run over the program's own buffers of a program of lean row tiles (resident::runs_lean) goes through the lean
+// megakernel's Block (runtime/gpu/lean_kernel.cuh) instead: one 64-byte instruction per tile, the same bodies and bits
+// as a lean launch, with the block's instructions held in the cache where its list is short enough.
 #pragma once
 
+#include "runtime/gpu/lean_kernel.cuh"
 #include "runtime/gpu/megakernel.cuh"
 #include "runtime/resident.hpp"
 
@@ -17,12 +22,15 @@ namespace gridflow::gpu {
 struct ProgramCache {
   static constexpr std::uint32_t kEntries = 32;          // list entries held (a longer list is read from global memory)
   static constexpr std::uint32_t kTasks = 16;            // tasks held (a larger table is read from global memory)
+  static constexpr std::uint32_t kInstrs = 8;            // lean instructions held (a longer list is copied ahead)
   static constexpr std::uint32_t kNotHeld = 0xffffffffu; // `entries` of a list not held (none, or too long)
   std::uint32_t program;                                 // whose (resident::kNoProgram: none)
   std::uint32_t entries;                                 // this block's list length, or kNotHeld
   std::uint32_t first;                                   // the list's first entry in the program's block_tiles
   std::uint32_t tasks_held;                              // nonzero: `tasks` is the task table
   std::uint32_t buffers_held;                            // nonzero: `buffers` is the program's own buffer table
+  std::uint32_t instrs_held;                             // this block's lean instructions in `instrs`, or kNotHeld
+  program::TileInstr instrs[kInstrs];                    // the lean instructions of this block's list, in order
   std::uint32_t tiles[kEntries];                         // this block's list entries, in order
   program::TileDesc descs[kEntries];                     // and their descriptors
   program::TaskDesc tasks[kTasks];
@@ -99,33 +107,56 @@ public:
   __device__ resident::ProgramRecord& record() { return *reinterpret_cast<resident::ProgramRecord*>(s_.record); }
   __device__ std::uint32_t& held_program() { return held_; }
 
-  // A fresh ResidentBlock per run: its descriptor look-ahead must not carry over from another program.
-  __device__ void run(std::uint32_t program, std::uint64_t) {
+  // A fresh ResidentBlock (or LeanBlock) per run: its look-ahead must not carry over from another program. Returns
+  // interpret()'s answer.
+  __device__ bool run(std::uint32_t program, std::uint64_t) {
     ProgramCache& h = cache();
     if (h.program != program)
       hold(program);
     SharedStorage<THREADS>& shared = block_shared<THREADS>();
-    const program::RunParams& params = record().params;
+    const resident::ProgramRecord& rec = record();
+    const program::RunParams& params = rec.params;
+    const bool lean = resident::runs_lean(rec);
     if (threadIdx.x == 0) {
-      const resident::ProgramRecord& rec = record();
       h.view = rec.view;
       if (h.tasks_held)
         h.view.tasks = h.tasks;
       if (h.buffers_held && rec.view.buffers == rec.table)
         h.view.buffers = h.buffers;
-      init_run_shared(h.view, params, shared);
+      if (lean)
+        lean_shared<THREADS>().abort = 0;
+      else
+        init_run_shared(h.view, params, shared);
     }
     __syncthreads(); // publishes h.view and the run's fields
+    if (lean) {
+      if (static_cast<SyncMode>(h.view.mode) == SyncMode::sentinel)
+        return run_lean<true>(h, params);
+      return run_lean<false>(h, params);
+    }
     ResidentBlock<THREADS> block(h.view, params, shared, h);
-    program::interpret(block);
+    const bool clean = program::interpret(block);
     drain_lookahead();
+    return clean;
   }
 
 private:
   __device__ ProgramCache& cache() { return *reinterpret_cast<ProgramCache*>(s_.cache); }
 
+  // Every thread: the run through the lean megakernel's Block, its instructions from the cache where held (else
+  // copied ahead from the program's as in a lean launch, the first one published by the barrier below).
+  template <bool SENTINEL> __device__ bool run_lean(const ProgramCache& h, const program::RunParams& params) {
+    LeanBlock<THREADS, SENTINEL> block = h.instrs_held != ProgramCache::kNotHeld
+                                             ? LeanBlock<THREADS, SENTINEL>(h.view, params, h.instrs, h.instrs_held)
+                                             : LeanBlock<THREADS, SENTINEL>(h.view, params);
+    __syncthreads();
+    const bool clean = program::interpret(block);
+    copy_instr_wait<0>(); // no copy may still be writing shared memory when the next run begins
+    return clean;
+  }
+
   // Every thread: copies what fits of the record's program (record() holds it) into the cache. Two rounds of loads:
-  // the list's bounds with the task and buffer tables, then the list's entries.
+  // the list's bounds with the task and buffer tables, then the list's entries (and lean instructions).
   __device__ void hold(std::uint32_t program) {
     ProgramCache& h = cache();
     const resident::ProgramRecord& rec = record();
@@ -133,14 +164,17 @@ private:
     const bool tasks = v.num_tasks <= ProgramCache::kTasks;
     const bool buffers = v.num_buffers <= resident::kMaxBuffers;
     if (threadIdx.x == 0) {
-      std::uint32_t entries = ProgramCache::kNotHeld, first = 0;
+      std::uint32_t entries = ProgramCache::kNotHeld, instrs = ProgramCache::kNotHeld, first = 0;
       if (v.block_begin != nullptr) {
         first = v.block_begin[blockIdx.x];
         const std::uint32_t end = v.block_begin[blockIdx.x + 1];
         if (end >= first && end - first <= ProgramCache::kEntries)
           entries = end - first;
+        if (v.block_instrs != nullptr && end >= first && end - first <= ProgramCache::kInstrs)
+          instrs = end - first;
       }
       h.entries = entries;
+      h.instrs_held = instrs;
       h.first = first;
       h.tasks_held = tasks ? 1u : 0u;
       h.buffers_held = buffers ? 1u : 0u;
@@ -159,6 +193,9 @@ private:
       h.tiles[threadIdx.x] = v.block_tiles[h.first + threadIdx.x];
       h.descs[threadIdx.x] = v.block_descs[h.first + threadIdx.x];
     }
+    if (h.instrs_held != ProgramCache::kNotHeld && threadIdx.x < 4 * h.instrs_held) // 16 bytes per thread
+      reinterpret_cast<uint4*>(h.instrs)[threadIdx.x] =
+          reinterpret_cast<const uint4*>(v.block_instrs + h.first)[threadIdx.x];
     if (threadIdx.x == 0)
       h.program = program;
     __syncthreads();

@@ -1,6 +1,7 @@
 // The resident megakernel: submissions over the caller's device memory bit for bit with plain runs in every sync mode,
-// the smallest graph many times over, several programs side by side, recovery after a watchdog error with the queued
-// submissions run, stop() with work queued, and a process that exits with the kernel resident.
+// lean row tiles over a program's own buffers alternating with bound runs, the smallest graph many times over,
+// several programs side by side, recovery after a watchdog error with the queued submissions run, stop() with work
+// queued, and a process that exits with the kernel resident.
 //
 // Device memory is allocated and results are compared while no resident kernel runs (cudaMalloc and cudaFree may wait
 // for the whole device), and plain reference runs happen before start() (a second cooperative kernel would not fit).
@@ -15,6 +16,7 @@
 #include "tests/device/caller_kernels.hpp"
 #include "tests/device/gpu_fixture.hpp"
 
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -118,6 +120,54 @@ TEST_F(GpuResident, EverySyncModeMatchesPlainRunsBitForBit) {
       EXPECT_TRUE(bit_identical(download(memory[i]->s, kRows), expected[i][1])) << "submission " << i;
     }
   }
+}
+
+// A program of lean row tiles runs through the lean tile path over its own buffers and through the general
+// interpreter over bound memory: both, alternating on one program in every sync mode and schedule, bit for bit with
+// plain runs, with new inputs uploaded into its own buffers between runs; and the one-tile graph that block 0 runs
+// alone.
+TEST_F(GpuResident, LeanTilesOverOwnBuffersAlternateWithBoundRuns) {
+  for (const SyncMode mode : kAllSyncModes)
+    for (const Schedule schedule : {Schedule::static_list, Schedule::dynamic}) {
+      SCOPED_TRACE(fmt::format("{} {}", to_string(mode), to_string(schedule)));
+      const std::vector<float> xa = values(400), xb = values(401), xc = values(402);
+      const std::vector<HostTensor> ea = plain(xa, mode), eb = plain(xb, mode), ec = plain(xc, mode);
+      Memory bound(xc);
+      {
+        ResidentSession rs(gpu_runtime());
+        const auto h = rs.add(testing::softmax_sums(kRows, kCols, &xa), program_options(mode, schedule));
+        rs.start();
+        for (int round = 0; round < 3; ++round) {
+          EXPECT_TRUE(rs.wait(rs.submit(h)).lean_tiles);
+          EXPECT_TRUE(bit_identical(rs.download(h, "y"), ea[0])) << "round " << round;
+          EXPECT_TRUE(bit_identical(rs.download(h, "s"), ea[1])) << "round " << round;
+          EXPECT_FALSE(rs.wait(rs.submit(h, bound.bindings())).lean_tiles);
+        }
+        rs.upload(h, "x", testing::tensor_of(xb));
+        for (int i = 0; i < 3; ++i)
+          EXPECT_TRUE(rs.wait(rs.submit(h)).lean_tiles);
+        EXPECT_TRUE(bit_identical(rs.download(h, "y"), eb[0]));
+        EXPECT_TRUE(bit_identical(rs.download(h, "s"), eb[1]));
+        rs.stop();
+      }
+      EXPECT_TRUE(bit_identical(download(bound.y, kN), ec[0]));
+      EXPECT_TRUE(bit_identical(download(bound.s, kRows), ec[1]));
+    }
+
+  Graph tiny("tiny");
+  tiny.add_buffer("x", DType::f32, {1000}, InitUniform{-1, 1, 5});
+  tiny.add_buffer("s", DType::f32, {1});
+  tiny.reduce("sum", "x", "s", ReduceFn::sum);
+  Session plain_tiny(tiny, gpu_options(SyncMode::flags));
+  plain_tiny.run();
+  ASSERT_TRUE(plain_tiny.check().passed) << plain_tiny.check().summary();
+  ResidentSession rs(gpu_runtime());
+  const auto h = rs.add(tiny, program_options(SyncMode::flags));
+  rs.start();
+  for (int i = 0; i < 100; ++i)
+    EXPECT_TRUE(rs.wait(rs.submit(h)).lean_tiles);
+  EXPECT_TRUE(bit_identical(rs.download(h, "s"), plain_tiny.results()[1]));
+  rs.stop();
 }
 
 TEST_F(GpuResident, RecoversAfterAWatchdogErrorAndRunsWhatWasQueued) {

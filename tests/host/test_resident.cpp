@@ -406,7 +406,7 @@ TEST(Resident, OwnMemoryAndCallerMemoryAlternateOnOneProgram) {
     const Expected want = plain(m.x, SyncMode::flags);
     EXPECT_TRUE(same_bits(m.y, want.y));
     EXPECT_TRUE(same_bits(m.s, want.s));
-    rs.wait(rs.submit(h)); // own memory again, not the caller's
+    EXPECT_FALSE(rs.wait(rs.submit(h)).lean_tiles); // own memory again, not the caller's; no lean path on the CPU
     EXPECT_TRUE(bit_identical(rs.download(h, "y"), want_own.y));
     EXPECT_TRUE(bit_identical(rs.download(h, "s"), want_own.s));
     CallerMemory bad(300 + round);
