@@ -10,13 +10,12 @@
 //   block 0 waits until submission k - 1 is retired (control.retired >= k, acquire; the line also names the program
 //           retired and its epoch and barrier generations after it; when block 0 retired k - 1 itself it knows all
 //           that and reads nothing), polls slot.seq for ticket k + 1 (acquire, system scope; spinning for the idle
-//           window, then sleeping),
-//           copies a payload into control (every thread of block 0, relaxed system loads issued after the leader's
-//           acquire and a block barrier), writes the run's epoch and barrier base into control.run (from the retired
-//           line when it names the same program, else from the program's record) and stores the doorbell into
-//           control.published (release). Block 0 then runs k without reading back what it published. A lone
-//           submission (block 0 its one participant) skips the run line and is published, relaxed, after block 0
-//           retired it: the other blocks run nothing of it and need only its ticket.
+//           window, then sleeping), copies a payload into control (every thread of block 0, relaxed system loads
+//           issued after the leader's acquire and a block barrier), writes the run's epoch and barrier base into
+//           control.run (from the retired line when it names the same program, else from the program's record) and
+//           stores the doorbell into control.published (release). Block 0 then runs k without reading back what it
+//           published. A lone submission (block 0 its one participant) skips the run line and is published, relaxed,
+//           after block 0 retired it: the other blocks run nothing of it and need only its ticket.
 //   blocks  wait for control.published to show a ticket above their last (acquire; tickets in between retired
 //           without them). Blocks 0 .. participants - 1 (participants_of the program) run it: copy the program's record
 //           into their own storage (every thread a word) unless they hold it from their last run (a record's
@@ -242,8 +241,9 @@ GRIDFLOW_HOST_DEVICE void publish(Control& c, const Published& p) {
       .store(p.bell, lone(p) ? cuda::std::memory_order_relaxed : cuda::std::memory_order_release);
 }
 
-// Block 0's leader, between submissions: what it knows without reading control memory when it retired the last
-// submission itself, so take() neither waits for the retired line nor reads it.
+// Block 0's leader, between submissions: what it knows of the last submission without reading control memory, when
+// it retired that submission itself (it is then ahead of the retired line, which it does not write), so take()
+// neither waits for the line nor reads it.
 struct Ahead {
   std::uint64_t retired = 0; // ticket + 1 of the submission block 0 retired itself, 0: none (read the line)
   RetiredLine line{};        // what that retirement wrote of it (program, epoch, generations)
