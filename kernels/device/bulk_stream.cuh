@@ -12,7 +12,10 @@
 //
 // Memory order: the bulk copies read global memory through the async proxy. Inputs written by other blocks are
 // acquired by the block leader (generic proxy) before the body starts; the issuing thread's
-// fence.proxy.async.global orders that acquire before its bulk reads.
+// fence.proxy.async.global orders that acquire before its bulk reads. The copies also write the ring through the async
+// proxy, which a block barrier alone does not order after the threads' ordinary reads of the slot being refilled:
+// every thread that read ring slots calls release_ring_reads() after its last read and before the barrier that hands
+// them to the leader (without it a read still in flight can return bytes of the refill).
 #pragma once
 
 #include "kernels/device/access.cuh"
@@ -98,6 +101,15 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, cuda::std:
   cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
                                        bytes);
   cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, bytes, bar);
+}
+
+// Every thread that read ring slots with ordinary loads, after its last read of them and before the block (or warp)
+// barrier after which the leader refills them with the copy engine: orders those reads before the copy engine's
+// writes (async proxy).
+__device__ __forceinline__ void release_ring_reads() {
+#if __CUDA_ARCH__ >= 900
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+#endif
 }
 
 // Spins until `bar` completes its phase of parity `parity` (acquire: the landed bytes are then visible).
@@ -220,9 +232,11 @@ template <int THREADS, class T> struct RingPass {
       f(j, load(x + j));
   }
   // The first pass: every stage in order through the ring, the last min(stages, slots) left resident. Begins
-  // with a block barrier (every thread has read the phases before the leader may write them back).
+  // with a block barrier (every thread has read the phases before the leader may write them back, and released its
+  // reads of the ring by earlier calls).
   template <class F> __device__ __forceinline__ void stream_all(F& f) {
     ring.begin();
+    release_ring_reads();
     __syncthreads();
     if (threadIdx.x == 0) {
       cuda::ptx::fence_proxy_async(cuda::ptx::space_global);
@@ -233,6 +247,7 @@ template <int THREADS, class T> struct RingPass {
     for (long long c = 0; c < stages; ++c, slot = next_slot(slot)) {
       wait(slot);
       visit(c, slot, f);
+      release_ring_reads();
       __syncthreads(); // the stage is consumed: it may be refilled
       if (threadIdx.x == 0 && c + ring.slots < stages)
         issue(c + ring.slots, slot);
@@ -320,6 +335,7 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
       int slot = p.slot_of(resident);
       for (long long c = resident; c < p.stages; ++c, slot = p.next_slot(slot)) {
         p.visit(c, slot, second);
+        release_ring_reads();
         __syncthreads();
         if (threadIdx.x == 0 && c - resident < resident)
           p.issue(c - resident, slot);
@@ -328,6 +344,7 @@ __device__ __forceinline__ void for_each_owned_streamed_twice(const T* x, long l
       for (long long e = 0; e < resident; ++e, slot = p.next_slot(slot)) {
         p.wait(slot);
         p.visit(e, slot, second);
+        release_ring_reads();
         __syncthreads();
         if (threadIdx.x == 0 && e + p.slots() < resident)
           p.issue(e + p.slots(), slot);
@@ -400,8 +417,8 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
   const int first_bar = warp * depth;
   const cuda::std::uint32_t phase = st.phase;
   cuda::std::uint32_t flips = 0; // barriers whose phase this call completed an odd number of times
-  // This thread's generic accesses to the ring (earlier streamed calls) before the copy engine's writes.
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  // This thread's reads of the ring by earlier streamed calls.
+  release_ring_reads();
   __syncthreads(); // every thread read the phases and fenced before any warp refills a slot or flips a phase
   // Row k of this warp (row_begin + warp + k * kWarps) goes to buffer k % depth.
   const auto issue = [&](long long k) {
@@ -423,11 +440,10 @@ __device__ __forceinline__ void for_each_warp_row_staged(const float* x, long lo
     wait_phase(&st.full[first_bar + b], ((phase ^ flips) & bit) ? 1u : 0u);
     flips ^= bit;
     f(row_begin + warp + k * kWarps, reinterpret_cast<const float*>(slot + b * 4 * n), [&] {
-      __syncwarp(); // every lane's reads of the buffer ...
-      if (lane == 0 && k + depth < rows) {
-        cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); // ... before the copy engine overwrites it
+      release_ring_reads(); // every lane's reads of the buffer before the copy engine overwrites it
+      __syncwarp();
+      if (lane == 0 && k + depth < rows)
         issue(k + depth);
-      }
     });
   }
   if (lane == 0 && flips != 0)

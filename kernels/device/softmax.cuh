@@ -292,6 +292,8 @@ __device__ void block_softmax_register_rows(const float* x, float* y, long long 
       if (lane == 0)
         s.part_max[set][r][warp] = own[r].m, s.part_sum[set][r][warp] = own[r].s;
     }
+    if constexpr (kStaged)
+      release_ring_reads();
     __syncthreads(); // also: every thread has read the pass's rows (the slot may be refilled)
     if constexpr (kStaged) {
       const long long next = first + static_cast<long long>(ring->slots) * R;
@@ -340,6 +342,7 @@ __device__ void block_softmax_rows_in_registers(const float* x, float* y, long l
       ChunkRing<THREADS> ring{};
       if (stream != nullptr && row_end - row_begin > kRows &&
           ChunkRing<THREADS>::plan(*stream, static_cast<cuda::std::uint32_t>(kRows * n * 4), ring)) {
+        release_ring_reads();
         __syncthreads(); // the ring's previous user is done with it and its phases
         ring.begin();
         if (threadIdx.x == 0) {

@@ -234,6 +234,7 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
   bool streamed = false;
   if constexpr (Load::kVectorizable)
     streamed = !resident && aligned16(in) && kernels::ChunkRing<THREADS>::plan(stream, kChunk * sizeof(T), ring);
+  kernels::release_ring_reads();
   __syncthreads(); // the reduce's reads of the ring and its phases are done
   if (streamed) {
     ring.begin();
@@ -268,6 +269,8 @@ __device__ void scan_all(TileContext<THREADS> c, Op op, Load load, Store store) 
     }
     kernels::striped_scan_chunk<THREADS, kItems>(op, exclusive, source(chunk_in, vec, vec_end, m), out + base, store,
                                                  carry, s);
+    if (streamed)
+      kernels::release_ring_reads();
     __syncthreads(); // the chunk's reads (ring slot, staging, warp totals) are done
     if (streamed) {
       if (threadIdx.x == 0 && k + ring.slots < chunks)

@@ -7,8 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace gridflow::testing {
 
@@ -33,12 +37,41 @@ inline SessionOptions gpu_options(SyncMode mode, std::uint32_t threads = 256, st
   return o;
 }
 
+// Runs per stress loop: GRIDFLOW_STRESS_RUNS, else `fallback` (scripts/gpu-check.sh sets 250).
+inline int stress_runs(int fallback) {
+  const char* env = std::getenv("GRIDFLOW_STRESS_RUNS");
+  return env ? std::max(1, std::atoi(env)) : fallback;
+}
+
+// Where two tensors of one buffer differ: how many elements, the first and last index, the bits at the first. So a
+// rare mismatch says whether it is one element (a lost store), a run of them (a tile), or everything after a point
+// (a carry).
+inline std::string describe_difference(const HostTensor& a, const HostTensor& b) {
+  if (a.dtype() != b.dtype() || a.size() != b.size())
+    return fmt::format("dtype or size differs ({} vs {} elements)", a.size(), b.size());
+  const auto x = a.bits(), y = b.bits();
+  std::size_t count = 0, first = 0, last = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) {
+      if (count++ == 0)
+        first = i;
+      last = i;
+    }
+  if (count == 0)
+    return "no element differs";
+  return fmt::format("{} of {} elements differ, first at {} (bits {:#010x} vs {:#010x}), last at {}", count, x.size(),
+                     first, x[first], y[first], last);
+}
+
+// True when every buffer is bit-identical; else `which` gets the first differing buffer's index, then where it
+// differs (describe_difference).
 inline bool same_bits(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b,
                       std::string* which = nullptr) {
   std::size_t i = 0;
   const bool same = bit_identical(a, b, &i);
   if (!same && which)
-    *which = std::to_string(i);
+    *which = i < a.size() && i < b.size() ? fmt::format("{}: {}", i, describe_difference(a[i], b[i]))
+                                          : fmt::format("{}: {} vs {} buffers", i, a.size(), b.size());
   return same;
 }
 

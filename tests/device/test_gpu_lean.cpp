@@ -79,7 +79,7 @@ void agree_everywhere(std::uint32_t threads, Shape shape) {
             first = s.results();
           std::string which;
           ASSERT_TRUE(same_bits(first, s.results(), &which))
-              << "buffer " << g.buffers()[std::stoul(which)].name << " differs: " << config;
+              << "buffer " << g.buffers()[std::stoul(which)].name << " differs (" << which << "): " << config;
           // The lean megakernel runs whenever every task is a lean row tile and it is not turned off.
           const bool all_lean = s.executor().describe().find("lean megakernel") != std::string::npos;
           EXPECT_EQ(r.lean_kernel, lean && all_lean) << config;

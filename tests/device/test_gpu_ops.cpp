@@ -5,8 +5,12 @@
 #include "tests/common/map_graphs.hpp"
 #include "tests/device/gpu_fixture.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
+
+#include <fmt/ranges.h>
 
 namespace gridflow {
 namespace {
@@ -96,6 +100,91 @@ TEST_F(GpuOps, VectorEdgeSizes) {
 
 TEST_F(GpuOps, VectorTwoToThe26) {
   every_mode(vector_ops(std::int64_t{1} << 26, 26));
+}
+
+// For an exact (i32 sum) whole-range scan whose bits moved from `good` to `bad`: the tile where they first differ, the
+// difference there, and the tile before it by ring stages (16 KB: 4096 elements) of its input `in`. A carry that is
+// wrong from one tile's start to the end is the previous tile's published aggregate; a difference equal to one
+// stage's sum, or to the difference of two stages', names what that tile's fold read instead of its input.
+std::string diagnose_exact_scan(const LoweredProgram& p, const std::string& task, const HostTensor& in,
+                                const HostTensor& good, const HostTensor& bad) {
+  const auto it = std::find(p.task_names.begin(), p.task_names.end(), task);
+  if (it == p.task_names.end())
+    return "task not found";
+  const program::TaskDesc& d = p.tasks[static_cast<std::size_t>(it - p.task_names.begin())];
+  const auto g = good.i32(), b = bad.i32(), x = in.i32();
+  std::size_t first = 0;
+  while (first < g.size() && g[first] == b[first])
+    ++first;
+  if (first == g.size())
+    return "no difference";
+  const long long tile = static_cast<long long>(first) / d.tile_size;
+  const long long delta = static_cast<long long>(b[first]) - g[first];
+  std::string out = fmt::format("tile_size {}, first difference at element {} = tile {} + {}, bad - good = {}",
+                                d.tile_size, first, tile, static_cast<long long>(first) - tile * d.tile_size, delta);
+  if (tile == 0)
+    return out;
+  constexpr long long kStage = 4096;
+  std::vector<long long> sums;
+  for (long long e = (tile - 1) * d.tile_size; e < tile * d.tile_size; e += kStage) {
+    long long acc = 0;
+    for (long long i = e; i < e + kStage && i < static_cast<long long>(x.size()); ++i)
+      acc += x[static_cast<std::size_t>(i)];
+    sums.push_back(acc);
+  }
+  out += fmt::format("; tile {} stage sums [{}]", tile - 1, fmt::join(sums, ", "));
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    if (sums[i] == delta || sums[i] == -delta)
+      out += fmt::format("; = {}stage {}", sums[i] == delta ? "+" : "-", i);
+    for (std::size_t j = 0; j < sums.size(); ++j)
+      if (i != j && sums[i] - sums[j] == delta)
+        out += fmt::format("; = stage {} read in place of stage {}", i, j);
+  }
+  return out;
+}
+
+// The whole-range scans of VectorTwoToThe26, run again and again on one session per mode (the state arena carried
+// from run to run, epochs advancing): every run bit for bit the mode's first, and every mode's first the grid-sync
+// one's. The f32 sums are the scans whose bits depend on the association (the look-back tree, the chunk carries);
+// the i32 sums are exact, so a mismatch there is lost or stale data rather than a different order.
+// GRIDFLOW_STRESS_RUNS / 25 runs per mode (at least 2).
+TEST_F(GpuOps, WholeRangeScansRepeatBitForBitInEveryMode) {
+  const Graph g = vector_ops(std::int64_t{1} << 26, 26);
+  const std::vector<std::string> watched = {"s_sum_in", "s_sum_ex", "si_sum_in", "si_sum_ex"};
+  const int runs = std::max(2, testing::stress_runs(50) / 25);
+  std::vector<HostTensor> reference;
+  for (SyncMode mode : kAllSyncModes) {
+    Session s(g, gpu_options(mode));
+    s.run();
+    ASSERT_TRUE(s.check().passed) << to_string(mode) << ": " << s.check().summary();
+    std::vector<HostTensor> first;
+    for (const std::string& name : watched)
+      first.push_back(s.download(name));
+    if (reference.empty())
+      reference = first;
+    for (std::size_t k = 0; k < watched.size(); ++k)
+      EXPECT_TRUE(bit_identical(reference[k], first[k]))
+          << to_string(mode) << " " << watched[k]
+          << " against grid_sync: " << testing::describe_difference(reference[k], first[k]);
+    int failures = 0;
+    for (int run = 1; run < runs; ++run) {
+      s.time(0, 1); // over the same inputs; outputs overwritten (sentinel mode: filled again first)
+      for (std::size_t k = 0; k < watched.size(); ++k) {
+        const HostTensor now = s.download(watched[k]);
+        if (bit_identical(first[k], now))
+          continue;
+        ADD_FAILURE() << to_string(mode) << " run " << run << " " << watched[k] << ": "
+                      << testing::describe_difference(first[k], now) << "\n"
+                      << (watched[k][1] == 'i' ? diagnose_exact_scan(s.program(), "scan" + watched[k].substr(1),
+                                                                     s.download("k"), first[k], now)
+                                               : std::string());
+        ++failures;
+      }
+      if (failures >= 4)
+        break; // enough to see the pattern
+    }
+    std::printf("[ STRESS   ] %s: %d runs, %d with moved bits\n", std::string(to_string(mode)).c_str(), runs, failures);
+  }
 }
 
 // Streamed reads (bulk copies into the shared ring) and multi-chunk scan tiles: views starting off a 16-byte

@@ -50,8 +50,9 @@ TEST_P(GpuRandomDag, EveryModeAgreesBitForBitAndTracesAreConsistent) {
       if (first.empty())
         first = s.results();
       std::string which;
-      ASSERT_TRUE(same_bits(first, s.results(), &which)) << "buffer " << g.buffers()[std::stoul(which)].name
-                                                         << " differs: " << to_string(mode) << " " << to_string(sched);
+      ASSERT_TRUE(same_bits(first, s.results(), &which))
+          << "buffer " << g.buffers()[std::stoul(which)].name << " (" << which << ")"
+          << " differs: " << to_string(mode) << " " << to_string(sched);
     }
   Session other(g, gpu_options(SyncMode::flags, 128));
   other.run();
@@ -69,8 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Graphs, GpuRandomDag,
 
 // Runs per graph per mode: GRIDFLOW_STRESS_RUNS (default 25; scripts/gpu-check.sh sets 250: 1000 runs per mode).
 TEST_F(GpuRuntime, RandomDagStressManyRunsPerMode) {
-  const char* env = std::getenv("GRIDFLOW_STRESS_RUNS");
-  const int runs = env ? std::max(1, std::atoi(env)) : 25;
+  const int runs = testing::stress_runs(25);
   testing::RandomGraphOptions ro;
   ro.tasks = 300;
   for (SyncMode mode : kAllSyncModes) {
