@@ -25,6 +25,9 @@
 //                                     // where the Block keeps its list (else claim_static reads the program's)
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
 //   bool level_barrier(std::uint64_t generation); // grid-wide barrier (cg grid.sync or gridflow's); false: aborted
+//   (optional) void run_plain();      // dataflow modes, untraced runs: run the block's next tiles that the host
+//                                     // marked as needing none of the steps below (no wait, no signal) as bodies
+//                                     // alone, up to the first that is not (which claim then returns)
 // Every thread of a block calls every function in the same order (uniform control flow), so block barriers
 // match; only the leader touches claim counters, dependency counters and flags.
 #pragma once
@@ -155,8 +158,8 @@ template <class Block>
 GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
   const ProgramView& v = blk.view();
   const RunParams& r = blk.params();
-  if (tile == r.fault_skip_signal_tile)
-    return; // test-only fault: a lost signal
+  if (!(flags & (kSignalTiles | kSignalCounter)) || tile == r.fault_skip_signal_tile)
+    return; // nothing awaited, or the test-only fault of a lost signal
   const Arena arena{v.state, v.layout};
   if (flags & kSignalTiles)
     protocol::publish_flag(arena.tile_flag(tile), r.epoch);
@@ -269,6 +272,8 @@ GRIDFLOW_HOST_DEVICE bool run_tiles(Block& blk, Cursor& cursor, std::uint32_t& b
 
   // Dataflow modes: one pass over the global order; waits replace barriers.
   for (;;) {
+    if constexpr (!TRACED && requires { blk.run_plain(); })
+      blk.run_plain();
     const std::uint64_t t0 = TRACED ? protocol::now_ns() : 0; // the trace's claim_begin
     // Step 1: claim the next tile (topological order).
     const Claim c = claim(blk, cursor, 0, 0, v.num_tiles);

@@ -62,15 +62,29 @@ bool needs_close_barrier(const program::TileInstr& tile, const program::TileInst
   return next != nullptr && !(next->flags & program::kForwardInput);
 }
 
+bool plain_tile(const LoweredProgram& p, const program::TileInstr& tile) {
+  constexpr std::uint32_t kProtocol = program::kSignalTiles | program::kSignalCounter | program::kPollInputs |
+                                      program::kSentinelOutput | program::kCloseBarrier;
+  if (tile.tile >= p.tiles.size() || tile.task >= p.tasks.size() || (tile.flags & kProtocol) || tile.dep_count != 0)
+    return false;
+  const bool whole_rows_out = tile.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_rows);
+  const bool aligned = tile.in % 16 == 0 && tile.in != 0 && tile.out != 0 &&
+                       (!whole_rows_out || (tile.out % 16 == 0 && tile.out_stride % 4 == 0));
+  return tile.rows >= 1 && tile.cols == kernels::lean_max_cols(static_cast<int>(p.threads_per_block)) && aligned;
+}
+
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& p, const std::vector<void*>& bases) {
   std::vector<program::TileInstr> out;
   out.reserve(p.block_tiles.size());
   for (const std::uint32_t tile : p.block_tiles)
     out.push_back(instr_of(p, tile, bases));
   for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b)
-    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i)
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) {
       if (needs_close_barrier(out[i], i + 1 < p.block_begin[b + 1] ? &out[i + 1] : nullptr))
         out[i].flags |= program::kCloseBarrier;
+      if (plain_tile(p, out[i]))
+        out[i].flags |= program::kPlainTile;
+    }
   return out;
 }
 

@@ -45,11 +45,21 @@ bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 // publishes after every thread's stores), a poll that may have failed (the abort flag is read by all after a
 // barrier), and a next tile on the block that reads memory before its first barrier (one that is not forwarded, or
 // one claimed dynamically, which the block cannot know). Every other tile ends without one.
+//
+// A plain tile (kPlainTile, static lists only): one whose run is its body and nothing else, so the lean megakernel
+// runs it without the protocol's steps (no descriptor checks, no wait, no signal, no closing barrier): it waits for
+// nothing (no dependency left after elision), publishes nothing (its task signals nothing), polls nothing, needs no
+// closing barrier, and its rows are full rows (lean_max_cols(threads) columns) of 16-byte groups, so its body takes
+// the path without column or alignment tests. Everything it reads and writes is the instruction's own (`in`, `out`), as
+// for every lean tile.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 
 // Whether instruction `tile`, followed on its block's list by `next` (null: the list's last), needs the closing
 // barrier (above).
 bool needs_close_barrier(const program::TileInstr& tile, const program::TileInstr* next);
+
+// Whether instruction `tile` (kCloseBarrier already decided) of `program` is plain (above).
+bool plain_tile(const LoweredProgram& program, const program::TileInstr& tile);
 
 } // namespace gridflow

@@ -66,9 +66,16 @@ template <class T> __device__ __forceinline__ void lean_set(LeanRow& r, int v, i
   r.w[v][k] = cuda::std::bit_cast<std::uint32_t>(x);
 }
 
+// This thread's index in the block (THREADS threads by contract), with its range [0, THREADS) visible to the compiler,
+// so a column test against a full row (n == lean_max_cols(THREADS)) folds away.
+template <int THREADS> __device__ __forceinline__ int lean_thread() {
+  static_assert((THREADS & (THREADS - 1)) == 0, "a power-of-two block");
+  return static_cast<int>(threadIdx.x & (THREADS - 1));
+}
+
 // Column of (pass v, element k) for this thread.
 template <int THREADS> __device__ __forceinline__ int lean_col(int v, int k) {
-  return 4 * (v * THREADS + static_cast<int>(threadIdx.x)) + k;
+  return 4 * (v * THREADS + lean_thread<THREADS>()) + k;
 }
 
 // Whether the row at x (n columns) takes whole 16-byte groups: aligned, and n a multiple of 4.
@@ -76,10 +83,11 @@ template <class T> __device__ __forceinline__ bool lean_vector_row(const T* x, i
   return (reinterpret_cast<std::uintptr_t>(x) & 15u) == 0 && (n & 3) == 0;
 }
 
-// Loads row x (n <= lean_max_cols(THREADS) columns); elements past n get `pad`.
+// Loads row x (n <= lean_max_cols(THREADS) columns); elements past n get `pad`. `vector`: the caller knows that
+// lean_vector_row(x, n) holds (a constant true folds the test away).
 template <int THREADS, class T, class Load>
-__device__ __forceinline__ void lean_load(LeanRow& r, const T* x, int n, T pad, Load load) {
-  const bool vec = Load::kVectorizable && lean_vector_row(x, n);
+__device__ __forceinline__ void lean_load(LeanRow& r, const T* x, int n, T pad, Load load, bool vector = false) {
+  const bool vec = Load::kVectorizable && (vector || lean_vector_row(x, n));
 #pragma unroll
   for (int v = 0; v < kLeanVecs; ++v) {
     const int c = lean_col<THREADS>(v, 0);
@@ -94,10 +102,10 @@ __device__ __forceinline__ void lean_load(LeanRow& r, const T* x, int n, T pad, 
   }
 }
 
-// Stores the row's n columns to y.
+// Stores the row's n columns to y. `vector`: as for lean_load.
 template <int THREADS, class T, class Store>
-__device__ __forceinline__ void lean_store(const LeanRow& r, T* y, int n, Store store) {
-  const bool vec = Store::kVectorizable && lean_vector_row(y, n);
+__device__ __forceinline__ void lean_store(const LeanRow& r, T* y, int n, Store store, bool vector = false) {
+  const bool vec = Store::kVectorizable && (vector || lean_vector_row(y, n));
 #pragma unroll
   for (int v = 0; v < kLeanVecs; ++v) {
     const int c = lean_col<THREADS>(v, 0);
@@ -120,7 +128,7 @@ template <int THREADS, class T, class Op>
 __device__ __forceinline__ T lean_allreduce(T x, Op op, LeanStorage<THREADS>& s, int& half) {
   constexpr int kWarps = LeanStorage<THREADS>::kWarps;
   static_assert((kWarps & (kWarps - 1)) == 0, "a power-of-two number of warps");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = lean_thread<THREADS>() & 31, warp = lean_thread<THREADS>() >> 5;
   x = warp_allreduce(x, op);
   if (lane == 0)
     s.word[half][warp] = cuda::std::bit_cast<std::uint32_t>(x);
@@ -135,7 +143,7 @@ template <int THREADS>
 __device__ __forceinline__ ArgBest<float> lean_allreduce(ArgBest<float> x, ArgMax op, LeanStorage<THREADS>& s,
                                                          int& half) {
   constexpr int kWarps = LeanStorage<THREADS>::kWarps;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = lean_thread<THREADS>() & 31, warp = lean_thread<THREADS>() >> 5;
   x = warp_allreduce(x, op);
   if (lane == 0) {
     s.word[half][warp] = cuda::std::bit_cast<std::uint32_t>(x.value);
@@ -165,7 +173,7 @@ __device__ __forceinline__ int lean_ordered(int bits) {
 // maxima exchanged through s.word[half] as for lean_allreduce. Every thread gets the same bits.
 template <int THREADS> __device__ __forceinline__ float lean_block_max(float x, LeanStorage<THREADS>& s, int& half) {
   constexpr int kWarps = LeanStorage<THREADS>::kWarps;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = lean_thread<THREADS>() & 31, warp = lean_thread<THREADS>() >> 5;
   const int w = __reduce_max_sync(0xffffffffu, lean_ordered(__float_as_int(x)));
   if (lane == 0)
     s.word[half][warp] = static_cast<std::uint32_t>(w);
@@ -230,7 +238,7 @@ template <int THREADS, class T, class Op>
 __device__ __forceinline__ LeanRow lean_scan(const LeanRow& x, int n, bool exclusive, Op op, LeanStorage<THREADS>& s,
                                              int& half) {
   constexpr int kWarps = LeanStorage<THREADS>::kWarps;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = lean_thread<THREADS>() & 31, warp = lean_thread<THREADS>() >> 5;
   const T identity = Op::template identity<T>();
   LeanRow y;
   T carry = identity;
@@ -292,7 +300,7 @@ __device__ __forceinline__ std::uint32_t lean_reduce(const LeanRow& x, int n, Re
     } else {
       // i32 values through the float path would lose bits: fold the warps' (value, index) pairs directly.
       constexpr int kWarps = LeanStorage<THREADS>::kWarps;
-      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      const int lane = lean_thread<THREADS>() & 31, warp = lean_thread<THREADS>() >> 5;
       best = warp_allreduce(best, ArgMax{});
       if (lane == 0) {
         s.word[half][warp] = static_cast<std::uint32_t>(best.value);

@@ -5,8 +5,9 @@
 // claiming a tile reads shared memory and waits for nothing; with dynamic claims the claimed tile's instruction is
 // loaded into registers after the claim. Nothing is staged by warps, no barrier opens a tile
 // without dependencies, the task's flags come with the instruction, a row whose tile is forwarded (kForwardInput) is
-// taken from the registers the block's previous tile left it in, and a tile ends with a block barrier only where its
-// instruction says one is needed (kCloseBarrier). The same protocol, sync modes, watchdog, traces and errors as the
+// taken from the registers the block's previous tile left it in, a tile ends with a block barrier only where its
+// instruction says one is needed (kCloseBarrier), and a plain tile (kPlainTile: no wait, no signal, full rows) runs
+// as its body alone (run_plain). The same protocol, sync modes, watchdog, traces and errors as the
 // general megakernel, and the same lean bodies for these tiles (runtime/gpu/lean_ops.cuh): the same bits.
 #pragma once
 
@@ -133,6 +134,33 @@ public:
     }
     ++pos_;
     return c;
+  }
+
+  // Static lists, untraced runs (interpreter.hpp: run_plain): runs the block's next entries while they are plain tiles
+  // (program::kPlainTile), each as its body alone, the ring advanced as claim_listed advances it; returns at the
+  // list's end or at the first entry that is not plain, which claim_listed then claims.
+  __device__ __forceinline__ void run_plain() {
+    LeanShared<THREADS>& s = lean_shared<THREADS>();
+    while (pos_ < end_) {
+      const program::TileInstr& in = held_ != nullptr ? held_[pos_] : s.instr[pos_ % 4];
+      if (!(in.flags & program::kPlainTile))
+        return;
+      const LeanTile t{in.opcode,
+                       in.fn,
+                       in.dtype,
+                       in.flags,
+                       reinterpret_cast<const void*>(in.in),
+                       reinterpret_cast<void*>(in.out),
+                       static_cast<int>(in.rows),
+                       static_cast<int>(in.cols),
+                       static_cast<int>(in.out_stride)};
+      if (held_ == nullptr) {
+        copy_entry(pos_ + 2);
+        copy_instr_wait<1>();
+      }
+      ++pos_;
+      lean_plain_tile<THREADS>(t, s.rows, half_, &forward_);
+    }
   }
 
   // Dynamic claims: the claimed tile's instruction, into registers.

@@ -38,49 +38,60 @@ __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
 // `forward` (may be null): on entry, when t.flags has kForwardInput, row 0's input as the block's previous tile left
 // it; on return, the tile's last output row as memory holds it (ops that write whole rows). `half`: the half of `s`
 // the next block reduction uses (kernels/device/lean_rows.cuh), kept by the caller across tiles. Every row's stores
-// follow a block barrier after its loads; the tile ends without one (the caller adds it where needed).
-template <int THREADS, program::Opcode OP, class T, class ScanOp, class Load, class Store>
+// follow a block barrier after its loads; the tile ends without one (the caller adds it where needed). PLAIN: the
+// tile's rows are full rows of 16-byte groups (program::kPlainTile), so nothing about its shape is tested.
+template <int THREADS, bool PLAIN, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store store,
                                              kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
-  const T* in = static_cast<const T*>(t.in);
-  T* out = static_cast<T*>(t.out);
-  // The rows of n columns. Called with n a constant for rows that fill every thread's groups, so the column tests of
-  // the bodies fold away (threadIdx.x < THREADS, assumed below), and with the tile's own n otherwise.
-  auto rows_of = [&](const int n) {
-    for (int row = 0; row < t.rows; ++row) {
-      kernels::LeanRow x;
-      if (row == 0 && forward != nullptr && (t.flags & program::kForwardInput))
-        x = *forward;
+  constexpr bool kWholeRowOut = OP != program::Opcode::reduce_rows;
+  // One row of n columns from src to dst; `first`: the tile's row 0 (the forwarded one, where the flag says so).
+  // Called with n a constant and `vector` true for full rows of 16-byte groups (every input row, and every output row
+  // of an op that writes whole rows, aligned), so the bodies' column and alignment tests fold away.
+  auto row_of = [&](const T* src, T* dst, const int n, const bool vector, const bool first) {
+    kernels::LeanRow x;
+    if (first && forward != nullptr && (t.flags & program::kForwardInput))
+      x = *forward;
+    else
+      kernels::lean_load<THREADS, T>(x, src, n, T(0), load, vector);
+    if constexpr (!kWholeRowOut) {
+      const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
+      if (threadIdx.x == 0)
+        store(reinterpret_cast<std::uint32_t*>(dst), bits);
+    } else {
+      kernels::LeanRow y;
+      if constexpr (OP == program::Opcode::softmax_rows)
+        y = kernels::lean_softmax<THREADS>(x, n, t.flags & program::kLogSoftmax, s, half);
       else
-        kernels::lean_load<THREADS, T>(x, in + static_cast<long long>(row) * n, n, T(0), load);
-      if constexpr (OP == program::Opcode::reduce_rows) {
-        const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
-        if (threadIdx.x == 0)
-          store(reinterpret_cast<std::uint32_t*>(t.out) + static_cast<long long>(row) * t.out_stride, bits);
-      } else {
-        kernels::LeanRow y;
-        if constexpr (OP == program::Opcode::softmax_rows)
-          y = kernels::lean_softmax<THREADS>(x, n, t.flags & program::kLogSoftmax, s, half);
-        else
-          y = kernels::lean_scan<THREADS, T>(x, n, t.flags & program::kExclusive, ScanOp{}, s, half);
-        kernels::lean_store<THREADS, T>(y, out + static_cast<long long>(row) * t.out_stride, n, store);
-        if (forward != nullptr) {
-          if constexpr (cuda::std::is_same_v<Store, CanonicalStore>) // the policy of tiles with kSentinelOutput
-            canonicalize(y);
-          *forward = y;
-        }
+        y = kernels::lean_scan<THREADS, T>(x, n, t.flags & program::kExclusive, ScanOp{}, s, half);
+      kernels::lean_store<THREADS, T>(y, dst, n, store, vector);
+      if (forward != nullptr) {
+        if constexpr (cuda::std::is_same_v<Store, CanonicalStore>) // the policy of tiles with kSentinelOutput
+          canonicalize(y);
+        *forward = y;
       }
     }
   };
+  // The rows, each n columns on from the last (pointers stepped, not recomputed).
+  auto rows_of = [&](const int n, const bool vector) {
+    const T* src = static_cast<const T*>(t.in);
+    T* dst = static_cast<T*>(t.out);
+    for (int row = 0; row < t.rows; ++row, src += n, dst += t.out_stride)
+      row_of(src, dst, n, vector, row == 0);
+  };
   constexpr int kFullRow = static_cast<int>(kernels::lean_max_cols(THREADS));
-  __builtin_assume(threadIdx.x < THREADS);
-  if (t.cols == kFullRow)
-    rows_of(kFullRow);
-  else
-    rows_of(t.cols);
+  if constexpr (PLAIN) {
+    rows_of(kFullRow, true);
+  } else {
+    const std::uintptr_t bases =
+        reinterpret_cast<std::uintptr_t>(t.in) | (kWholeRowOut ? reinterpret_cast<std::uintptr_t>(t.out) : 0u);
+    if (t.cols == kFullRow && (bases & 15u) == 0 && (!kWholeRowOut || (t.out_stride & 3) == 0))
+      rows_of(kFullRow, true);
+    else
+      rows_of(t.cols, false);
+  }
 }
 
-template <int THREADS, class Load, class Store>
+template <int THREADS, bool PLAIN, class Load, class Store>
 __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Store store,
                                                kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   using program::Opcode;
@@ -88,19 +99,22 @@ __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Sto
   const bool max = t.fn == static_cast<std::uint32_t>(ScanFn::max);
   switch (static_cast<Opcode>(t.opcode)) {
   case Opcode::softmax_rows:
-    lean_rows_as<THREADS, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, half, forward);
+    lean_rows_as<THREADS, PLAIN, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
   case Opcode::scan_rows:
     if (i32)
-      max ? lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Max>(t, load, store, s, half, forward)
-          : lean_rows_as<THREADS, Opcode::scan_rows, std::int32_t, kernels::Sum>(t, load, store, s, half, forward);
+      max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, std::int32_t, kernels::Max>(t, load, store, s, half,
+                                                                                        forward)
+          : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, std::int32_t, kernels::Sum>(t, load, store, s, half,
+                                                                                        forward);
     else
-      max ? lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward)
-          : lean_rows_as<THREADS, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward);
+      max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward)
+          : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
   default: // reduce_rows
-    i32 ? lean_rows_as<THREADS, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, half, forward)
-        : lean_rows_as<THREADS, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, half, forward);
+    i32 ? lean_rows_as<THREADS, PLAIN, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, half,
+                                                                                        forward)
+        : lean_rows_as<THREADS, PLAIN, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, half, forward);
   }
 }
 
@@ -113,15 +127,22 @@ __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* sit
   if constexpr (SENTINEL) {
     const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
     if (poll)
-      canonical ? lean_tile_with<THREADS>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
-                : lean_tile_with<THREADS>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
+      canonical ? lean_tile_with<THREADS, false>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS, false>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
     else
-      canonical ? lean_tile_with<THREADS>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
-                : lean_tile_with<THREADS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+      canonical ? lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   } else {
     (void)site;
-    lean_tile_with<THREADS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+    lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   }
+}
+
+// A plain tile (program::kPlainTile: full rows of 16-byte groups, no polls, no sentinel outputs), in either kernel.
+template <int THREADS>
+__device__ __forceinline__ void lean_plain_tile(const LeanTile& t, kernels::LeanStorage<THREADS>& s, int& half,
+                                                kernels::LeanRow* forward) {
+  lean_tile_with<THREADS, true>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
 }
 
 } // namespace gridflow::gpu

@@ -132,7 +132,7 @@ __device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, S
                     static_cast<int>(t.cols),
                     static_cast<int>(out_stride)};
   int half = 0; // the tile ends with the interpreter's barrier
-  lean_rows_as<THREADS, OP, T, ScanOp>(lt, load, store, c.s().lean, half, nullptr);
+  lean_rows_as<THREADS, false, OP, T, ScanOp>(lt, load, store, c.s().lean, half, nullptr);
 }
 
 template <int THREADS, class T, class Load, class Store>

@@ -630,5 +630,67 @@ TEST(Lowering, LeanTilesCloseWithABarrierOnlyWhereNeeded) {
   EXPECT_GT(closed, 0u); // c reads y from memory after b on some block
 }
 
+// A lean instruction is plain (its body alone, no protocol step on the device) exactly when it waits for nothing,
+// publishes nothing, polls nothing, needs no closing barrier, and is one full row of 16-byte groups: a row chain's
+// tiles all are; tiles with a dependency left, a signal or a closing barrier are not; misaligned rows, short rows and
+// the dynamic instructions never are.
+TEST(Lowering, LeanTilesArePlainOnlyWhereTheyNeedNoProtocol) {
+  const LoweredProgram chain = lower_graph(softmax_row_chain(6), SyncMode::flags, 132, Schedule::static_list);
+  ASSERT_EQ(kernels::lean_max_cols(static_cast<int>(chain.threads_per_block)), 1024);
+  const std::vector<void*> aligned(chain.buffers.size(), reinterpret_cast<void*>(std::uintptr_t{4096}));
+  for (const program::TileInstr& in : block_instrs(chain, aligned))
+    EXPECT_NE(in.flags & program::kPlainTile, 0u) << "tile " << in.tile;
+  for (const program::TileInstr& in : tile_instrs(chain, aligned))
+    EXPECT_EQ(in.flags & program::kPlainTile, 0u) << "tile " << in.tile;
+  const std::vector<void*> odd(chain.buffers.size(), reinterpret_cast<void*>(std::uintptr_t{4100}));
+  for (const program::TileInstr& in : block_instrs(chain, odd))
+    EXPECT_EQ(in.flags & program::kPlainTile, 0u) << "tile " << in.tile;
+
+  // Each condition on its own, from one plain instruction of the chain.
+  const program::TileInstr plain = block_instrs(chain, aligned).front();
+  ASSERT_TRUE(plain_tile(chain, plain));
+  auto with = [&](auto change) {
+    program::TileInstr in = plain;
+    change(in);
+    return plain_tile(chain, in);
+  };
+  for (const std::uint32_t flag : {program::kSignalTiles, program::kSignalCounter, program::kPollInputs,
+                                   program::kSentinelOutput, program::kCloseBarrier})
+    EXPECT_FALSE(with([&](program::TileInstr& in) { in.flags |= flag; })) << flag;
+  EXPECT_TRUE(with([](program::TileInstr& in) { in.flags |= program::kForwardInput; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.dep_count = 1; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.rows = 0; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.cols = 1020; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.out += 4; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.in = 0; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.tile = program::kNoTile; }));
+  EXPECT_FALSE(with([&](program::TileInstr& in) { in.task = static_cast<std::uint32_t>(chain.tasks.size()); }));
+
+  // A row chain ending in a whole-tensor reduce, which waits for every block's row reduction: every instruction
+  // agrees with the rule, and both kinds occur (the chain's softmax and scan tiles are plain, the row reduction
+  // signals, the whole-tensor reduce waits).
+  Graph g("cross");
+  g.add_buffer("x", DType::f32, {8, 1024}, InitUniform{-1, 1, 4});
+  g.add_buffer("y", DType::f32, {8, 1024});
+  g.add_buffer("z", DType::f32, {8, 1024});
+  g.add_buffer("r", DType::f32, {8});
+  g.add_buffer("s", DType::f32, {1});
+  g.softmax("a", "x", "y");
+  g.scan("b", "y", "z", ScanFn::sum, false, Axis::row);
+  g.reduce("c", "z", "r", ReduceFn::max, Axis::row);
+  g.reduce("d", "r", "s", ReduceFn::sum);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 8, Schedule::static_list);
+  std::size_t plain_count = 0;
+  const std::vector<program::TileInstr> ins = block_instrs(p, aligned);
+  for (const program::TileInstr& in : ins) {
+    const bool want = !(in.flags & (program::kSignalTiles | program::kSignalCounter | program::kCloseBarrier)) &&
+                      in.dep_count == 0 && in.rows >= 1 && in.cols == 1024;
+    EXPECT_EQ((in.flags & program::kPlainTile) != 0, want) << "tile " << in.tile;
+    plain_count += want;
+  }
+  EXPECT_GT(plain_count, 0u);
+  EXPECT_LT(plain_count, ins.size());
+}
+
 } // namespace
 } // namespace gridflow
