@@ -16,7 +16,7 @@ tree=${1:-devtree}
 build=${GRIDFLOW_DEVICE_BUILD_DIR:-build-device}
 export PATH=/usr/local/cuda/bin:$PATH
 targets=(gridflow gridflow_host_tests gridflow_device_tests gridflow_bench_chain gridflow_bench_patterns gridflow_bench_ops
-         gridflow_bench_scaling gridflow_bench_bound gridflow_bench_predict gridflow_probe_doorbell)
+         gridflow_bench_scaling gridflow_bench_bound gridflow_bench_predict gridflow_probe_doorbell gridflow_probe_lean_chain)
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DGRIDFLOW_SHARED_RUNTIME=ON
 cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
@@ -28,7 +28,7 @@ cp "$build"/runtime/libgridflow_runtime.so "$tree/runtime/"
 cp "$build"/tests/gridflow_host_tests "$build"/tests/gridflow_device_tests "$tree/tests/"
 cp "$build"/bench/gridflow_bench_chain "$build"/bench/gridflow_bench_patterns "$build"/bench/gridflow_bench_ops \
   "$build"/bench/gridflow_bench_scaling "$build"/bench/gridflow_bench_bound "$build"/bench/gridflow_bench_predict \
-  "$build"/bench/gridflow_probe_doorbell "$tree/bench/"
+  "$build"/bench/gridflow_probe_doorbell "$build"/bench/gridflow_probe_lean_chain "$tree/bench/"
 # Shared libraries beyond glibc, libstdc++ and libgcc (which the GPU machine has) and the runtime itself: the CUDA
 # runtime, fmt.
 ldd "$tree/gridflow" "$tree/runtime/libgridflow_runtime.so" "$tree/tests/gridflow_device_tests" |

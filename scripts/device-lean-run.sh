@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One device call over a carried tree (scripts/build-for-device.sh, packed as devtree.tar.xz): the chain and pattern
-# benchmarks against the lean baselines, the bound-memory benchmark, the resident runtime's serve-bench, the ops
-# benchmark's sections named by OPS (default histogram,select,map) against CUB, the synchronization microbenchmarks, the GPU
-# tests, the sanitizers and the set-up probe, into OUTDIR.
-#   scripts/device-lean-run.sh OUTDIR [chain,patterns,bound,serve,ops,sync,tests,deps,sanitize]
+# benchmarks against the lean baselines, the lean megakernel's tile against its bodies alone (probe), the
+# bound-memory benchmark, the resident runtime's serve-bench, the ops benchmark's sections named by OPS (default
+# histogram,select,map) against CUB, the synchronization microbenchmarks, the GPU tests, the sanitizers and the set-up
+# probe, into OUTDIR.
+#   scripts/device-lean-run.sh OUTDIR [chain,probe,patterns,bound,serve,ops,sync,tests,deps,sanitize]
 set -uo pipefail
 out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
 stages=${2:-deps,chain,patterns,tests}
@@ -24,6 +25,10 @@ fi
 if has chain; then
   timeout 200 devtree/bench/gridflow_bench_chain --quick --json "$out/chain.json" >"$out/chain.log" 2>&1
   note chain "rc=$?"
+fi
+if has probe; then
+  timeout 100 devtree/bench/gridflow_probe_lean_chain >"$out/probe.log" 2>&1
+  note probe "rc=$?"
 fi
 if has patterns; then
   timeout 200 devtree/bench/gridflow_bench_patterns --quick --json "$out/patterns.json" >"$out/patterns.log" 2>&1
