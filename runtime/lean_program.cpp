@@ -70,7 +70,7 @@ bool plain_tile(const LoweredProgram& p, const program::TileInstr& tile) {
   const bool whole_rows_out = tile.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_rows);
   const bool aligned = tile.in % 16 == 0 && tile.in != 0 && tile.out != 0 &&
                        (!whole_rows_out || (tile.out % 16 == 0 && tile.out_stride % 4 == 0));
-  return tile.rows >= 1 && tile.cols == kernels::lean_max_cols(static_cast<int>(p.threads_per_block)) && aligned;
+  return tile.rows == 1 && tile.cols == kernels::lean_max_cols(static_cast<int>(p.threads_per_block)) && aligned;
 }
 
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& p, const std::vector<void*>& bases) {

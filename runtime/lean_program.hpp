@@ -49,9 +49,9 @@ bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 // A plain tile (kPlainTile, static lists only): one whose run is its body and nothing else, so the lean megakernel
 // runs it without the protocol's steps (no descriptor checks, no wait, no signal, no closing barrier): it waits for
 // nothing (no dependency left after elision), publishes nothing (its task signals nothing), polls nothing, needs no
-// closing barrier, and its rows are full rows (lean_max_cols(threads) columns) of 16-byte groups, so its body takes
-// the path without column or alignment tests. Everything it reads and writes is the instruction's own (`in`, `out`), as
-// for every lean tile.
+// closing barrier, and is one full row (lean_max_cols(threads) columns) of 16-byte groups, so its body takes the
+// path without row loop, column or alignment tests. Everything it reads and writes is the instruction's own (`in`,
+// `out`), as for every lean tile.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 

@@ -6,7 +6,7 @@
 // loaded into registers after the claim. Nothing is staged by warps, no barrier opens a tile
 // without dependencies, the task's flags come with the instruction, a row whose tile is forwarded (kForwardInput) is
 // taken from the registers the block's previous tile left it in, a tile ends with a block barrier only where its
-// instruction says one is needed (kCloseBarrier), and a plain tile (kPlainTile: no wait, no signal, full rows) runs
+// instruction says one is needed (kCloseBarrier), and a plain tile (kPlainTile: no wait, no signal, one full row) runs
 // as its body alone (run_plain). The same protocol, sync modes, watchdog, traces and errors as the
 // general megakernel, and the same lean bodies for these tiles (runtime/gpu/lean_ops.cuh): the same bits.
 #pragma once
@@ -151,7 +151,7 @@ public:
                        in.flags,
                        reinterpret_cast<const void*>(in.in),
                        reinterpret_cast<void*>(in.out),
-                       static_cast<int>(in.rows),
+                       1,
                        static_cast<int>(in.cols),
                        static_cast<int>(in.out_stride)};
       if (held_ == nullptr) {

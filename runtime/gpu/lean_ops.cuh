@@ -39,7 +39,7 @@ __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
 // it; on return, the tile's last output row as memory holds it (ops that write whole rows). `half`: the half of `s`
 // the next block reduction uses (kernels/device/lean_rows.cuh), kept by the caller across tiles. Every row's stores
 // follow a block barrier after its loads; the tile ends without one (the caller adds it where needed). PLAIN: the
-// tile's rows are full rows of 16-byte groups (program::kPlainTile), so nothing about its shape is tested.
+// tile is one full row of 16-byte groups (program::kPlainTile), so nothing about its shape is tested.
 template <int THREADS, bool PLAIN, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store store,
                                              kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
@@ -80,7 +80,7 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
   };
   constexpr int kFullRow = static_cast<int>(kernels::lean_max_cols(THREADS));
   if constexpr (PLAIN) {
-    rows_of(kFullRow, true);
+    row_of(static_cast<const T*>(t.in), static_cast<T*>(t.out), kFullRow, true, true);
   } else {
     const std::uintptr_t bases =
         reinterpret_cast<std::uintptr_t>(t.in) | (kWholeRowOut ? reinterpret_cast<std::uintptr_t>(t.out) : 0u);
@@ -138,7 +138,8 @@ __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* sit
   }
 }
 
-// A plain tile (program::kPlainTile: full rows of 16-byte groups, no polls, no sentinel outputs), in either kernel.
+// A plain tile (program::kPlainTile: one full row of 16-byte groups, no polls, no sentinel outputs), in either
+// kernel.
 template <int THREADS>
 __device__ __forceinline__ void lean_plain_tile(const LeanTile& t, kernels::LeanStorage<THREADS>& s, int& half,
                                                 kernels::LeanRow* forward) {

@@ -659,7 +659,7 @@ TEST(Lowering, LeanTilesArePlainOnlyWhereTheyNeedNoProtocol) {
     EXPECT_FALSE(with([&](program::TileInstr& in) { in.flags |= flag; })) << flag;
   EXPECT_TRUE(with([](program::TileInstr& in) { in.flags |= program::kForwardInput; }));
   EXPECT_FALSE(with([](program::TileInstr& in) { in.dep_count = 1; }));
-  EXPECT_FALSE(with([](program::TileInstr& in) { in.rows = 0; }));
+  EXPECT_FALSE(with([](program::TileInstr& in) { in.rows = 2; }));
   EXPECT_FALSE(with([](program::TileInstr& in) { in.cols = 1020; }));
   EXPECT_FALSE(with([](program::TileInstr& in) { in.out += 4; }));
   EXPECT_FALSE(with([](program::TileInstr& in) { in.in = 0; }));
@@ -684,7 +684,7 @@ TEST(Lowering, LeanTilesArePlainOnlyWhereTheyNeedNoProtocol) {
   const std::vector<program::TileInstr> ins = block_instrs(p, aligned);
   for (const program::TileInstr& in : ins) {
     const bool want = !(in.flags & (program::kSignalTiles | program::kSignalCounter | program::kCloseBarrier)) &&
-                      in.dep_count == 0 && in.rows >= 1 && in.cols == 1024;
+                      in.dep_count == 0 && in.rows == 1 && in.cols == 1024;
     EXPECT_EQ((in.flags & program::kPlainTile) != 0, want) << "tile " << in.tile;
     plain_count += want;
   }
