@@ -140,6 +140,8 @@ public:
   // (program::kPlainTile), each as its body alone, the ring advanced as claim_listed advances it; returns at the
   // list's end or at the first entry that is not plain, which claim_listed then claims.
   __device__ __forceinline__ void run_plain() {
+    if (r_.plain_tiles == 0)
+      return; // every tile through the protocol's steps
     LeanShared<THREADS>& s = lean_shared<THREADS>();
     while (pos_ < end_) {
       const program::TileInstr& in = held_ != nullptr ? held_[pos_] : s.instr[pos_ % 4];

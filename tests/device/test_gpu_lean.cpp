@@ -1,6 +1,6 @@
 // The lean megakernel (runtime/gpu/lean_kernel.cuh) and the lean row bodies both megakernels run: the same bits as
-// the general megakernel in every sync mode and schedule, with on-chip forwarding on and off, at two block sizes;
-// passing the float64 check; complete traces; the watchdog.
+// the general megakernel in every sync mode and schedule, with on-chip forwarding on and off, plain tiles on and off,
+// at two block sizes; passing the float64 check; complete traces; the watchdog.
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
 #include "tests/common/run_checks.hpp"
@@ -61,11 +61,15 @@ void agree_everywhere(std::uint32_t threads, Shape shape) {
   for (SyncMode mode : kAllSyncModes)
     for (Schedule sched : {Schedule::dynamic, Schedule::static_list})
       for (bool forward : {true, false})
-        for (bool lean : {true, false}) {
+        for (int kernel : {0, 1, 2}) { // lean, lean with every tile through the protocol's steps, general
+          const bool lean = kernel < 2;
+          if (kernel == 1 && sched != Schedule::static_list)
+            continue; // plain tiles are static-list tiles
           SessionOptions o = gpu_options(mode, threads);
           o.schedule = sched;
           o.forward = forward;
           o.exec.lean_kernel = lean;
+          o.exec.plain_tiles = kernel == 0;
           o.exec.trace = mode == SyncMode::flags || mode == SyncMode::barrier;
           Session s(g, o);
           const RunResult r = s.run();
