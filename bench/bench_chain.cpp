@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <utility>
 
 using namespace gridflow;
@@ -36,12 +35,6 @@ Graph chain(const std::string& kind, std::int64_t rows, std::int64_t cols, int o
   return g;
 }
 
-// A gridflow configuration beside the default: a name and what it changes.
-struct Variant {
-  const char* name;
-  std::function<void(SessionOptions&)> change;
-};
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -51,15 +44,7 @@ int main(int argc, char** argv) {
     return 0;
   Report report("chain", gpu->describe());
   const int reps = args.quick ? 7 : 15;
-  const std::vector<Variant> variants = {
-      {"general megakernel", [](SessionOptions& o) { o.exec.lean_kernel = false; }},
-      {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
-      {"dynamic schedule", [](SessionOptions& o) { o.schedule = Schedule::dynamic; }},
-      {"sentinel", [](SessionOptions& o) { o.mode = SyncMode::sentinel; }},
-      {"barrier", [](SessionOptions& o) { o.mode = SyncMode::barrier; }},
-      {"grid-sync", [](SessionOptions& o) { o.mode = SyncMode::grid_sync; }},
-      {"1 block/SM", [](SessionOptions& o) { o.blocks_per_sm = 1; }},
-  };
+  const std::vector<Variant> variants = config_variants();
   fmt::print("{:<8} {:>5} {:<44} {:>9} {:>9} {:>7}  {}\n", "chain", "floats", "executor", "us/op", "ms/run", "x lean",
              "bits vs default");
   int failures = 0;

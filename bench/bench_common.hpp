@@ -14,6 +14,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,7 +59,8 @@ inline double median_run_ms(Session& s, int reps, bool trace = false) {
 struct Args {
   std::string json_path;
   bool quick = false;
-  std::string only; // --only NAME[,NAME...]: run only the sections whose name contains one of the NAMEs
+  std::string only;      // --only NAME[,NAME...]: run only the sections whose name contains one of the NAMEs
+  bool variants = false; // --variants: also time the configurations of config_variants() (where a bench offers it)
   static Args parse(int argc, char** argv) {
     Args a;
     for (int i = 1; i < argc; ++i) {
@@ -68,8 +70,10 @@ struct Args {
         a.quick = true;
       else if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
         a.only = argv[++i];
+      else if (!std::strcmp(argv[i], "--variants"))
+        a.variants = true;
       else {
-        std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only SECTION]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--json FILE] [--quick] [--only SECTION] [--variants]\n", argv[0]);
         std::exit(2);
       }
     }
@@ -87,6 +91,26 @@ struct Args {
     return false;
   }
 };
+
+// A gridflow configuration beside the default: a name and what it changes.
+struct Variant {
+  const char* name;
+  std::function<void(SessionOptions&)> change;
+};
+
+// The configurations the benchmarks time beside the default, one lever or mode changed in each.
+inline std::vector<Variant> config_variants() {
+  return {
+      {"general megakernel", [](SessionOptions& o) { o.exec.lean_kernel = false; }},
+      {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
+      {"no plain tiles", [](SessionOptions& o) { o.exec.plain_tiles = false; }},
+      {"dynamic schedule", [](SessionOptions& o) { o.schedule = Schedule::dynamic; }},
+      {"sentinel", [](SessionOptions& o) { o.mode = SyncMode::sentinel; }},
+      {"barrier", [](SessionOptions& o) { o.mode = SyncMode::barrier; }},
+      {"grid-sync", [](SessionOptions& o) { o.mode = SyncMode::grid_sync; }},
+      {"1 block/SM", [](SessionOptions& o) { o.blocks_per_sm = 1; }},
+  };
+}
 
 // Rows of results, written as {"gridflow": {version, commit}, "benchmark", "date", "gpu", "rows": [...]}.
 class Report {

@@ -9,6 +9,7 @@
 //   random DAG N       N row ops (softmax, row scans) each reading one of the 16 latest outputs, a third of them also
 //                      after two other recent ops;
 // and the example pipelines (examples/graphs, read from the working directory: run it from the repository root).
+// --variants also times each pattern in the configurations of config_variants() (bench/bench_common.hpp).
 #include "bench/lean_compare.hpp"
 #include "runtime/device.hpp"
 #include "scheduler/json_format.hpp"
@@ -143,6 +144,28 @@ int main(int argc, char** argv) {
     row["best_lean"] = lean.best_name();
     row["speedup_vs_best_lean"] = lean.best_ms() / ms;
     report.add(row);
+    if (args.variants)
+      for (const Variant& v : config_variants()) {
+        SessionOptions vo = o;
+        v.change(vo);
+        Session vs(g, vo);
+        const RunResult vfirst = vs.run();
+        const CheckReport vcheck = vs.check();
+        if (!vcheck.passed) {
+          fmt::print("FAILED {} {} {}: {}\n", g.name(), size, v.name, vcheck.summary());
+          ++failures;
+          continue;
+        }
+        const double vms = median_run_ms(vs, reps);
+        fmt::print("  {:<28} {:>10.3f} {:>7.2f}{}\n", v.name, vms, lean.best_ms() / vms,
+                   vfirst.lean_kernel ? "  [lean kernel]" : "");
+        report.add({{"pattern", g.name()},
+                    {"floats", size},
+                    {"variant", v.name},
+                    {"config", vs.describe()},
+                    {"gridflow_ms", vms},
+                    {"speedup_vs_best_lean", lean.best_ms() / vms}});
+      }
   };
   for (std::int64_t rows : {16LL, 256LL}) {
     const std::string size = rows == 16 ? "16K" : "256K";
