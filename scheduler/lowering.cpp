@@ -123,10 +123,14 @@ bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
          a.in[task].buffer != out.buffer;
 }
 
-// Static schedule: list scheduling in global tile order by estimated finish time; a block that ran a producer
-// tile saves the cross-SM hop, which keeps chains of row tiles on one block.
+// Static schedule: list scheduling in global tile order by estimated finish time. A block that ran a producer tile
+// saves the cross-SM hop; a block that ran every producer tile saves the wait and signal steps as well (the tile
+// needs no wait there, elide_local_dependencies), so a tile leaves its producers' block only where another block
+// finishes it earlier by more than those steps cost. That keeps chains of row tiles, and the row-wise DAGs of
+// independent rows, on one block each, with equal estimates no longer scattering them.
 void schedule_static(LoweredProgram& p) {
-  constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0;
+  constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0,
+                   kWaitStepsNs = 300.0;
   const std::uint32_t blocks = p.grid_blocks;
   std::vector<double> free_at(blocks, 0.0), finish(p.tiles.size(), 0.0), task_finish(p.tasks.size(), 0.0);
   std::vector<std::uint32_t> block_of(p.tiles.size(), 0);
@@ -160,11 +164,16 @@ void schedule_static(LoweredProgram& p) {
         }
       }
     }
+    // Candidates: the block free first (every producer a hop away) and each block that ran a producer tile; each
+    // scored by its start plus the wait steps where the tile still waits for producer tiles there (a whole-task
+    // dependency waits on every block alike).
     std::uint32_t best = static_cast<std::uint32_t>(std::min_element(free_at.begin(), free_at.end()) - free_at.begin());
     double best_start = std::max(free_at[best], ready_any);
+    double best_score = best_start + (local.empty() ? 0.0 : kWaitStepsNs);
     for (const std::uint32_t b : local) {
       // On block b the hop from its own producer tiles disappears; other producers still cost the hop.
       double ready_b = level_start;
+      bool waits = false;
       for (std::uint32_t d = tile.dep_first; d < tile.dep_first + tile.dep_count; ++d) {
         const DepDesc& dep = p.deps[d];
         if (dep.kind == static_cast<std::uint32_t>(DepKind::task))
@@ -172,11 +181,14 @@ void schedule_static(LoweredProgram& p) {
         else
           for (std::uint32_t k = dep.tile_begin; k < dep.tile_end; ++k) {
             const std::uint32_t pg = p.tasks[dep.task].first_tile + k;
+            waits = waits || block_of[pg] != b;
             ready_b = std::max(ready_b, finish[pg] + (block_of[pg] == b ? 0.0 : kHopNs));
           }
       }
       const double start = std::max(free_at[b], ready_b);
-      if (start < best_start) {
+      const double score = start + (waits ? kWaitStepsNs : 0.0);
+      if (score < best_score) {
+        best_score = score;
         best_start = start;
         best = b;
       }

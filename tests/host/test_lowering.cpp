@@ -402,6 +402,37 @@ TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
       EXPECT_EQ(block_of[p.tasks[t].first_tile + k], block_of[p.tasks[t - 1].first_tile + k]);
 }
 
+// A DAG of row ops over independent rows (each op reads one of the eight latest outputs), a block per row: every
+// row's ops stay on its block, so no tile waits, though a tile whose producer ran several ops earlier could start
+// as early on another block (equal estimates; the wait and the hop cost more there).
+TEST(Lowering, StaticScheduleKeepsRowDagsOnOneBlock) {
+  constexpr std::int64_t kRows = 16;
+  Graph g("row-dag");
+  g.add_buffer("x0", DType::f32, {kRows, 1024}, InitUniform{-1, 1, 6});
+  std::uint64_t state = 12345;
+  auto next = [&] { return state = state * 6364136223846793005ULL + 1442695040888963407ULL, state >> 33; };
+  std::size_t reads_a_task = 0; // ops whose input some op wrote (not x0)
+  for (int i = 1; i <= 64; ++i) {
+    const int src = i - 1 - static_cast<int>(next() % static_cast<std::uint64_t>(std::min(i, 8)));
+    reads_a_task += src > 0;
+    g.add_buffer("x" + std::to_string(i), DType::f32, {kRows, 1024});
+    if (next() % 2)
+      g.softmax("op" + std::to_string(i), "x" + std::to_string(src), "x" + std::to_string(i));
+    else
+      g.scan("op" + std::to_string(i), "x" + std::to_string(src), "x" + std::to_string(i), ScanFn::sum, false,
+             Axis::row);
+  }
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, kRows, Schedule::static_list);
+  ASSERT_EQ(p.tiles.size(), 64u * kRows);
+  std::size_t local = 0;
+  for (std::uint32_t t = 0; t < p.tiles.size(); ++t) {
+    EXPECT_EQ(p.tiles[t].dep_count, 0u) << "tile " << t << " of task " << p.task_names[p.tiles[t].task];
+    p.for_each_dependency(t, [&](const program::DepDesc&) { ++local; });
+  }
+  EXPECT_GT(reads_a_task, 32u);
+  EXPECT_EQ(local, reads_a_task * kRows); // each such op's tile reads one producer row, on its own block
+}
+
 // The static schedule drops the waits its own program order enforces: a row chain kept on one block waits for
 // nothing, keeps its dependencies as local ones (for analysis), and publishes no flags; the dynamic schedule of
 // the same graph waits per tile and publishes flags for every task but the last, which nobody awaits.
