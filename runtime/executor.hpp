@@ -28,8 +28,9 @@ struct ExecOptions {
   // GPU: run a program whose every task is a lean row tile on the lean megakernel (same bits, less per tile);
   // false: always the general megakernel (measurements, tests of the two against each other).
   bool lean_kernel = true;
-  // GPU, lean megakernel: run the tiles the host marked plain (kPlainTile: no wait, no signal) as their bodies alone;
-  // false: every tile through the protocol's steps (same bits; measurements, tests of the two against each other).
+  // GPU, lean megakernel: run the tiles the host marked plain (kPlainTile: no wait, no poll) as their bodies, closing
+  // barriers and signals alone; false: every tile through the protocol's steps (same bits; measurements, tests of the
+  // two against each other).
   bool plain_tiles = true;
 };
 

@@ -26,8 +26,9 @@
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
 //   bool level_barrier(std::uint64_t generation); // grid-wide barrier (cg grid.sync or gridflow's); false: aborted
 //   (optional) void run_plain();      // dataflow modes, untraced runs: run the block's next tiles that the host
-//                                     // marked as needing none of the steps below (no wait, no signal) as bodies
-//                                     // alone, up to the first that is not (which claim then returns)
+//                                     // marked as needing no claim, descriptor check or wait as their bodies,
+//                                     // closing barriers and signals alone, up to the first that is not (which
+//                                     // claim then returns)
 // Every thread of a block calls every function in the same order (uniform control flow), so block barriers
 // match; only the leader touches claim counters, dependency counters and flags.
 #pragma once

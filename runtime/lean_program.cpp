@@ -63,8 +63,7 @@ bool needs_close_barrier(const program::TileInstr& tile, const program::TileInst
 }
 
 bool plain_tile(const LoweredProgram& p, const program::TileInstr& tile) {
-  constexpr std::uint32_t kProtocol = program::kSignalTiles | program::kSignalCounter | program::kPollInputs |
-                                      program::kSentinelOutput | program::kCloseBarrier;
+  constexpr std::uint32_t kProtocol = program::kPollInputs | program::kSentinelOutput;
   if (tile.tile >= p.tiles.size() || tile.task >= p.tasks.size() || (tile.flags & kProtocol) || tile.dep_count != 0)
     return false;
   const bool whole_rows_out = tile.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_rows);

@@ -46,12 +46,12 @@ bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 // barrier), and a next tile on the block that reads memory before its first barrier (one that is not forwarded, or
 // one claimed dynamically, which the block cannot know). Every other tile ends without one.
 //
-// A plain tile (kPlainTile, static lists only): one whose run is its body and nothing else, so the lean megakernel
-// runs it without the protocol's steps (no descriptor checks, no wait, no signal, no closing barrier): it waits for
-// nothing (no dependency left after elision), publishes nothing (its task signals nothing), polls nothing, needs no
-// closing barrier, and is one full row (lean_max_cols(threads) columns) of 16-byte groups, so its body takes the
-// path without row loop, column or alignment tests. Everything it reads and writes is the instruction's own (`in`,
-// `out`), as for every lean tile.
+// A plain tile (kPlainTile, static lists only): one whose run is its body and, where the instruction has them, its
+// closing barrier and signal, so the lean megakernel runs it without the claim's descriptor checks and the wait: it
+// waits for nothing (no dependency left after elision), polls nothing, writes no sentinel-mode output, and is one
+// full row (lean_max_cols(threads) columns) of 16-byte groups, so its body takes the path without row loop, column
+// or alignment tests. Everything it reads and writes is the instruction's own (`in`, `out`), as for every lean tile;
+// what it publishes (kSignalTiles, kSignalCounter) it publishes after its closing barrier, as every tile does.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 

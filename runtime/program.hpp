@@ -40,7 +40,7 @@ enum TaskFlag : std::uint32_t {
   kForwardInput = 1u << 8,   // lean instructions only (TileInstr::flags): the tile's input is what the block's
                              // previous tile wrote, still in registers (on-chip forwarding)
   kCloseBarrier = 1u << 9,   // lean instructions only: the tile ends with a block barrier (runtime/lean_program.hpp)
-  kPlainTile = 1u << 10,     // lean list instructions only: the tile is its body alone (runtime/lean_program.hpp)
+  kPlainTile = 1u << 10,     // lean list instructions only: the tile needs no wait or claim checks (lean_program.hpp)
 };
 
 inline constexpr std::uint32_t kNoBuffer = 0xffffffffu;

@@ -6,9 +6,10 @@
 // loaded into registers after the claim. Nothing is staged by warps, no barrier opens a tile
 // without dependencies, the task's flags come with the instruction, a row whose tile is forwarded (kForwardInput) is
 // taken from the registers the block's previous tile left it in, a tile ends with a block barrier only where its
-// instruction says one is needed (kCloseBarrier), and a plain tile (kPlainTile: no wait, no signal, one full row) runs
-// as its body alone (run_plain). The same protocol, sync modes, watchdog, traces and errors as the
-// general megakernel, and the same lean bodies for these tiles (runtime/gpu/lean_ops.cuh): the same bits.
+// instruction says one is needed (kCloseBarrier), and a plain tile (kPlainTile: no wait, no poll, one full row) runs
+// as its body alone, then its closing barrier and signal where it has them (run_plain). The same protocol, sync modes,
+// watchdog, traces and errors as the general megakernel, and the same lean bodies for these tiles
+// (runtime/gpu/lean_ops.cuh): the same bits.
 #pragma once
 
 #include "runtime/gpu/device_access.cuh"
@@ -137,8 +138,9 @@ public:
   }
 
   // Static lists, untraced runs (interpreter.hpp: run_plain): runs the block's next entries while they are plain tiles
-  // (program::kPlainTile), each as its body alone, the ring advanced as claim_listed advances it; returns at the
-  // list's end or at the first entry that is not plain, which claim_listed then claims.
+  // (program::kPlainTile), each as its body alone, then, where the instruction has them, the closing barrier and the
+  // leader's signal (as execute and run_tile's signal step end a tile), the ring advanced as claim_listed advances it;
+  // returns at the list's end or at the first entry that is not plain, which claim_listed then claims.
   __device__ __forceinline__ void run_plain() {
     if (r_.plain_tiles == 0)
       return; // every tile through the protocol's steps
@@ -147,6 +149,7 @@ public:
       const program::TileInstr& in = held_ != nullptr ? held_[pos_] : s.instr[pos_ % 4];
       if (!(in.flags & program::kPlainTile))
         return;
+      const std::uint32_t flags = in.flags, tile = in.tile, task = in.task;
       const LeanTile t{in.opcode,
                        in.fn,
                        in.dtype,
@@ -162,6 +165,11 @@ public:
       }
       ++pos_;
       lean_plain_tile<THREADS>(t, s.rows, half_, &forward_);
+      if (flags & program::kCloseBarrier) {
+        __syncthreads(); // every thread's stores before the leader's release, or before the next tile's loads
+        if (threadIdx.x == 0)
+          program::detail::signal_tile(*this, tile, task, flags);
+      }
     }
   }
 

@@ -685,10 +685,12 @@ TEST(Lowering, LeanTilesArePlainOnlyWhereTheyNeedNoProtocol) {
     change(in);
     return plain_tile(chain, in);
   };
-  for (const std::uint32_t flag : {program::kSignalTiles, program::kSignalCounter, program::kPollInputs,
-                                   program::kSentinelOutput, program::kCloseBarrier})
+  for (const std::uint32_t flag : {program::kPollInputs, program::kSentinelOutput})
     EXPECT_FALSE(with([&](program::TileInstr& in) { in.flags |= flag; })) << flag;
-  EXPECT_TRUE(with([](program::TileInstr& in) { in.flags |= program::kForwardInput; }));
+  // What it publishes, it publishes after its closing barrier, as every tile does.
+  for (const std::uint32_t flag :
+       {program::kForwardInput, program::kSignalTiles, program::kSignalCounter, program::kCloseBarrier})
+    EXPECT_TRUE(with([&](program::TileInstr& in) { in.flags |= flag; })) << flag;
   EXPECT_FALSE(with([](program::TileInstr& in) { in.dep_count = 1; }));
   EXPECT_FALSE(with([](program::TileInstr& in) { in.rows = 2; }));
   EXPECT_FALSE(with([](program::TileInstr& in) { in.cols = 1020; }));
@@ -698,8 +700,8 @@ TEST(Lowering, LeanTilesArePlainOnlyWhereTheyNeedNoProtocol) {
   EXPECT_FALSE(with([&](program::TileInstr& in) { in.task = static_cast<std::uint32_t>(chain.tasks.size()); }));
 
   // A row chain ending in a whole-tensor reduce, which waits for every block's row reduction: every instruction
-  // agrees with the rule, and both kinds occur (the chain's softmax and scan tiles are plain, the row reduction
-  // signals, the whole-tensor reduce waits).
+  // agrees with the rule, and both kinds occur (the chain's softmax and scan tiles and the signalling row reduction
+  // are plain, the whole-tensor reduce waits).
   Graph g("cross");
   g.add_buffer("x", DType::f32, {8, 1024}, InitUniform{-1, 1, 4});
   g.add_buffer("y", DType::f32, {8, 1024});
@@ -711,15 +713,19 @@ TEST(Lowering, LeanTilesArePlainOnlyWhereTheyNeedNoProtocol) {
   g.reduce("c", "z", "r", ReduceFn::max, Axis::row);
   g.reduce("d", "r", "s", ReduceFn::sum);
   const LoweredProgram p = lower_graph(g, SyncMode::flags, 8, Schedule::static_list);
-  std::size_t plain_count = 0;
+  std::size_t plain_count = 0, plain_signalling = 0;
   const std::vector<program::TileInstr> ins = block_instrs(p, aligned);
   for (const program::TileInstr& in : ins) {
-    const bool want = !(in.flags & (program::kSignalTiles | program::kSignalCounter | program::kCloseBarrier)) &&
-                      in.dep_count == 0 && in.rows == 1 && in.cols == 1024;
+    const bool want = in.dep_count == 0 && in.rows == 1 && in.cols == 1024;
     EXPECT_EQ((in.flags & program::kPlainTile) != 0, want) << "tile " << in.tile;
     plain_count += want;
+    if (want && (in.flags & (program::kSignalTiles | program::kSignalCounter))) {
+      EXPECT_NE(in.flags & program::kCloseBarrier, 0u) << "tile " << in.tile; // signals after its closing barrier
+      ++plain_signalling;
+    }
   }
   EXPECT_GT(plain_count, 0u);
+  EXPECT_GT(plain_signalling, 0u);
   EXPECT_LT(plain_count, ins.size());
 }
 
