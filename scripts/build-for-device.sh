@@ -38,6 +38,8 @@ ldd "$tree/gridflow" "$tree/runtime/libgridflow_runtime.so" "$tree/tests/gridflo
   awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux|libgridflow_runtime)[.-]' |
   while read -r lib; do cp -L "$lib" "$tree/lib/"; done
+# Symbols off the executables (the runtime keeps its dynamic ones): room under the 64 MiB carry.
+strip --strip-unneeded "$tree/gridflow" "$tree"/tests/* "$tree"/bench/*
 { git rev-parse HEAD; git status --short | grep -v '^??' || true; } >"$tree/BUILD_INFO"
 du -sh "$tree"/* | sort -h
 du -sh "$tree"
