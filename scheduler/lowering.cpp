@@ -590,6 +590,18 @@ std::string describe(const LoweredProgram& p, bool list_tiles) {
                               "threads; state arena {} bytes\n",
                               p.tasks.size(), p.tiles.size(), p.deps.size(), p.num_levels(), to_string(p.mode),
                               to_string(p.schedule), p.grid_blocks, p.threads_per_block, p.layout.total);
+  if (!p.block_begin.empty()) {
+    // Where the static placement left the protocol's work: tiles that still wait, dependencies their own block's
+    // order enforces, rows forwarded on chip.
+    std::size_t waiting = 0, forwarded = 0;
+    for (const TileDesc& t : p.tiles)
+      waiting += t.dep_count > 0;
+    for (const std::uint8_t f : p.forwarded)
+      forwarded += f != 0;
+    s += fmt::format("static lists: {} of {} tiles wait (for other blocks' tiles or whole tasks), {} dependencies kept "
+                     "by their block's order, {} rows forwarded on chip\n",
+                     waiting, p.tiles.size(), p.local_deps.size(), forwarded);
+  }
   for (std::size_t i = 0; i < p.tasks.size(); ++i) {
     const TaskDesc& d = p.tasks[i];
     s += fmt::format("  task {:>4} '{}': {} level {} tiles [{}, +{}) tile_size {} view {}x{} flags {:#x}\n", i,

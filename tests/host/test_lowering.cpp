@@ -7,6 +7,7 @@
 #include "scheduler/errors.hpp"
 #include "scheduler/lowering.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -468,6 +469,19 @@ TEST(Lowering, DescribeListsTasks) {
   const std::string s = describe(lower_graph(chain_graph(), SyncMode::flags));
   EXPECT_NE(s.find("softmax_rows"), std::string::npos);
   EXPECT_NE(s.find("waits for tiles"), std::string::npos);
+  EXPECT_EQ(s.find("static lists:"), std::string::npos); // dynamic schedule: no lists
+  // A row chain on static lists: nothing waits, every dependency is kept by the block's order, every row but the
+  // first op's is forwarded.
+  const LoweredProgram chain = lower_graph(softmax_row_chain(4), SyncMode::flags, 16, Schedule::static_list);
+  std::size_t forwarded = 0;
+  for (const std::uint8_t f : chain.forwarded)
+    forwarded += f != 0;
+  ASSERT_GT(forwarded, 0u);
+  EXPECT_NE(describe(chain).find(fmt::format("static lists: 0 of {} tiles wait (for other blocks' tiles or whole "
+                                             "tasks), {} dependencies kept by their block's order, {} rows forwarded",
+                                             chain.tiles.size(), chain.local_deps.size(), forwarded)),
+            std::string::npos)
+      << describe(chain);
 }
 
 TEST(Lowering, RejectsBadShapes) {
