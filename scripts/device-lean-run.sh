@@ -5,6 +5,9 @@
 # histogram,select,map) against CUB, the synchronization microbenchmarks, the GPU tests, the sanitizers and the set-up
 # probe, into OUTDIR.
 #   scripts/device-lean-run.sh OUTDIR [chain,probe,patterns,bound,serve,ops,sync,tests,deps,sanitize]
+# Carry the tree as `devtree` (the run tool's carry) or as devtree.tar.xz. PATTERN_ARGS adds arguments to the
+# patterns stage (e.g. "--only dag --variants"). Output is line-buffered, so a stage cut off by its timeout keeps
+# what it printed.
 set -uo pipefail
 out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
 stages=${2:-deps,chain,patterns,tests}
@@ -23,15 +26,16 @@ if has deps; then
   note deps "rc=$? $(grep -m1 '^gridflow:' "$out/deps.log" || echo 'nothing missing') ($((SECONDS - t0)) s)"
 fi
 if has chain; then
-  timeout 200 devtree/bench/gridflow_bench_chain --quick --json "$out/chain.json" >"$out/chain.log" 2>&1
+  timeout 200 stdbuf -oL devtree/bench/gridflow_bench_chain --quick --json "$out/chain.json" >"$out/chain.log" 2>&1
   note chain "rc=$?"
 fi
 if has probe; then
-  timeout 100 devtree/bench/gridflow_probe_lean_chain >"$out/probe.log" 2>&1
+  timeout 100 stdbuf -oL devtree/bench/gridflow_probe_lean_chain >"$out/probe.log" 2>&1
   note probe "rc=$?"
 fi
 if has patterns; then
-  timeout 200 devtree/bench/gridflow_bench_patterns --quick --json "$out/patterns.json" >"$out/patterns.log" 2>&1
+  # shellcheck disable=SC2086
+  timeout 200 stdbuf -oL devtree/bench/gridflow_bench_patterns --quick ${PATTERN_ARGS:-} --json "$out/patterns.json" >"$out/patterns.log" 2>&1
   note patterns "rc=$?"
 fi
 if has bound; then
@@ -66,7 +70,7 @@ if has sync; then
 fi
 if has tests; then
   GRIDFLOW_STRESS_RUNS=${GRIDFLOW_STRESS_RUNS:-20} timeout "${GRIDFLOW_GPU_TEST_TIMEOUT:-300}" \
-    devtree/tests/gridflow_device_tests --gtest_brief=1 >"$out/gpu-tests.log" 2>&1
+    stdbuf -oL devtree/tests/gridflow_device_tests --gtest_brief=1 >"$out/gpu-tests.log" 2>&1
   note tests "rc=$? $(grep -E '^\[  (PASSED|FAILED)|tests? from .* ran' "$out/gpu-tests.log" | tr '\n' ' ')"
 fi
 if has sanitize; then
