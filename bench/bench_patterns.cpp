@@ -9,7 +9,8 @@
 //   random DAG N       N row ops (softmax, row scans) each reading one of the 16 latest outputs, a third of them also
 //                      after two other recent ops;
 // and the example pipelines (examples/graphs, read from the working directory: run it from the repository root).
-// --variants also times each pattern in the configurations of config_variants() (bench/bench_common.hpp).
+// --variants also times each pattern in the configurations of config_variants() (bench/bench_common.hpp), each
+// checked like the default and bit for bit against it.
 #include "bench/lean_compare.hpp"
 #include "runtime/device.hpp"
 #include "scheduler/json_format.hpp"
@@ -117,6 +118,8 @@ int main(int argc, char** argv) {
       ++failures;
       return;
     }
+    // The default's outputs, before the lean pipeline reuses the session's buffers: every variant must match them.
+    const std::vector<HostTensor> default_bits = args.variants ? s.results() : std::vector<HostTensor>{};
     const double ms = median_run_ms(s, reps);
     const LeanResult lean = lean_baseline(s, 3, reps);
     const double ops = static_cast<double>(g.tasks().size());
@@ -151,8 +154,10 @@ int main(int argc, char** argv) {
         Session vs(g, vo);
         const RunResult vfirst = vs.run();
         const CheckReport vcheck = vs.check();
-        if (!vcheck.passed) {
-          fmt::print("FAILED {} {} {}: {}\n", g.name(), size, v.name, vcheck.summary());
+        const bool same_bits = bit_identical(default_bits, vs.results());
+        if (!vcheck.passed || !same_bits) {
+          fmt::print("FAILED {} {} {}: {} (bits {} the default's)\n", g.name(), size, v.name, vcheck.summary(),
+                     same_bits ? "same as" : "DIFFER from");
           ++failures;
           continue;
         }

@@ -111,7 +111,7 @@ struct RunParams {
   std::uint32_t fault_skip_signal_tile = kNoTile; // test-only: this tile does not signal (forces a deadlock)
   std::uint32_t barriers_in_run = 0;              // number of grid barriers a block passes in this run (trace sizing)
   std::uint32_t claim_ahead = 0; // dynamic schedule: a block takes its next ticket when it claims a tile
-  std::uint32_t plain_tiles = 1; // lean megakernel: plain tiles run as their bodies alone (ExecOptions::plain_tiles)
+  std::uint32_t plain_tiles = 1; // lean megakernel: plain tiles skip claim checks and wait (ExecOptions::plain_tiles)
   std::uint32_t ring_bytes = 0;  // GPU: the bulk-copy ring, the launch's dynamic shared memory per block
 };
 

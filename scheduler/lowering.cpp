@@ -127,7 +127,7 @@ bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
 // saves the cross-SM hop; a block that ran every producer tile saves the wait and signal steps as well (the tile
 // needs no wait there, elide_local_dependencies), so a tile leaves its producers' block only where another block
 // finishes it earlier by more than those steps cost. That keeps chains of row tiles, and the row-wise DAGs of
-// independent rows, on one block each, with equal estimates no longer scattering them.
+// independent rows, on one block each: a spare block with a near-equal estimate does not take a row's tile.
 void schedule_static(LoweredProgram& p) {
   constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0,
                    kWaitStepsNs = 300.0;

@@ -403,9 +403,10 @@ TEST(Lowering, StaticScheduleKeepsRowChainsOnOneBlock) {
       EXPECT_EQ(block_of[p.tasks[t].first_tile + k], block_of[p.tasks[t - 1].first_tile + k]);
 }
 
-// A DAG of row ops over independent rows (each op reads one of the eight latest outputs), a block per row: every
-// row's ops stay on its block, so no tile waits, though a tile whose producer ran several ops earlier could start
-// as early on another block (equal estimates; the wait and the hop cost more there).
+// A DAG of row ops over independent rows (each op reads one of the eight latest outputs). A block per row: every
+// row's ops stay on its block, so no tile waits. One spare block: it takes a row's tile only where that starts it
+// earlier by more than the hop and the wait steps, so few tiles wait (with only the hop charged, 877 of its 1024
+// tiles wait).
 TEST(Lowering, StaticScheduleKeepsRowDagsOnOneBlock) {
   constexpr std::int64_t kRows = 16;
   Graph g("row-dag");
@@ -432,6 +433,12 @@ TEST(Lowering, StaticScheduleKeepsRowDagsOnOneBlock) {
   }
   EXPECT_GT(reads_a_task, 32u);
   EXPECT_EQ(local, reads_a_task * kRows); // each such op's tile reads one producer row, on its own block
+
+  const LoweredProgram spare = lower_graph(g, SyncMode::flags, kRows + 1, Schedule::static_list);
+  std::size_t waiting = 0;
+  for (const program::TileDesc& t : spare.tiles)
+    waiting += t.dep_count > 0;
+  EXPECT_LE(waiting, spare.tiles.size() / 8) << describe(spare);
 }
 
 // The static schedule drops the waits its own program order enforces: a row chain kept on one block waits for
