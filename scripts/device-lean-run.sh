@@ -6,7 +6,7 @@
 # probe, into OUTDIR.
 #   scripts/device-lean-run.sh OUTDIR [chain,probe,patterns,bound,serve,ops,sync,tests,deps,sanitize]
 # Carry the tree as `devtree` (the run tool's carry) or as devtree.tar.xz. PATTERN_ARGS adds arguments to the
-# patterns stage (e.g. "--only dag --variants"). Output is line-buffered, so a stage cut off by its timeout keeps
+# patterns stage (e.g. "--only dag --variants"), PATTERN_TIMEOUT its limit in seconds (default 200). Output is line-buffered, so a stage cut off by its timeout keeps
 # what it printed.
 set -uo pipefail
 out=${1:?usage: scripts/device-lean-run.sh OUTDIR [stages]}
@@ -35,7 +35,7 @@ if has probe; then
 fi
 if has patterns; then
   # shellcheck disable=SC2086
-  timeout 200 stdbuf -oL devtree/bench/gridflow_bench_patterns --quick ${PATTERN_ARGS:-} --json "$out/patterns.json" >"$out/patterns.log" 2>&1
+  timeout "${PATTERN_TIMEOUT:-200}" stdbuf -oL devtree/bench/gridflow_bench_patterns --quick ${PATTERN_ARGS:-} --json "$out/patterns.json" >"$out/patterns.log" 2>&1
   note patterns "rc=$?"
 fi
 if has bound; then
