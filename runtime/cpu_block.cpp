@@ -42,10 +42,6 @@ ForwardPlan forward_plan(const LoweredProgram& p) {
 
 void CpuBlock::defer_signal(std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
   flush_signal();
-  if (r_.defer_signals == 0) {
-    program::signal_tile(v_, r_, tile, task, flags);
-    return;
-  }
   pending_tile_ = tile;
   pending_task_ = task;
   pending_flags_ = flags;

@@ -42,7 +42,6 @@ program::RunParams run_params(const LoweredProgram& p, const ExecOptions& o, std
   r.fault_skip_signal_tile = o.fault_skip_signal_tile;
   r.claim_ahead = o.claim_ahead ? 1u : 0u;
   r.plain_tiles = o.plain_tiles ? 1u : 0u;
-  r.defer_signals = o.defer_signals ? 1u : 0u;
   r.barriers_in_run = p.barriers_per_run + (kernel_fill ? 1u : 0u);
   return r;
 }

@@ -32,10 +32,6 @@ struct ExecOptions {
   // barriers and signals alone; false: every tile through the protocol's steps (same bits; measurements, tests of the
   // two against each other).
   bool plain_tiles = true;
-  // Lean megakernel (and CPU): keep a finished tile's signal and publish it inside the block's next body, flushed
-  // before every wait, poll and the pass's end (interpreter.hpp: defer_signal); false: each tile signals after its
-  // closing barrier (same bits; measurements, tests of the two against each other).
-  bool defer_signals = true;
 };
 
 // Per buffer: whether a run of `program` writes it (a task's output, or the aux view of an op that writes its aux):

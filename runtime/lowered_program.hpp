@@ -110,10 +110,9 @@ struct RunParams {
   BarrierTrace* barrier_trace = nullptr; // [block * barriers_in_run + k]; null: off
   std::uint32_t fault_skip_signal_tile = kNoTile; // test-only: this tile does not signal (forces a deadlock)
   std::uint32_t barriers_in_run = 0;              // number of grid barriers a block passes in this run (trace sizing)
-  std::uint32_t claim_ahead = 0;   // dynamic schedule: a block takes its next ticket when it claims a tile
-  std::uint32_t plain_tiles = 1;   // lean megakernel: plain tiles skip claim checks and wait (ExecOptions::plain_tiles)
-  std::uint32_t defer_signals = 1; // lean megakernel and CPU: a tile's signal waits for the next flush (ExecOptions)
-  std::uint32_t ring_bytes = 0;    // GPU: the bulk-copy ring, the launch's dynamic shared memory per block
+  std::uint32_t claim_ahead = 0; // dynamic schedule: a block takes its next ticket when it claims a tile
+  std::uint32_t plain_tiles = 1; // lean megakernel: plain tiles skip claim checks and wait (ExecOptions::plain_tiles)
+  std::uint32_t ring_bytes = 0;  // GPU: the bulk-copy ring, the launch's dynamic shared memory per block
 };
 
 // Where an executor keeps the program's arrays (host memory for the CPU, device memory for the GPU).

@@ -46,8 +46,6 @@ std::string describe(const SessionOptions& o) {
     s += " lean_kernel=off";
   if (o.backend == Backend::gpu && !o.exec.plain_tiles)
     s += " plain_tiles=off";
-  if (!o.exec.defer_signals)
-    s += " defer_signals=off";
   if (o.schedule != Schedule::static_list && o.exec.claim_ahead)
     s += " claim_ahead=on";
   const auto same = [](program::PollPacing a, program::PollPacing b) {

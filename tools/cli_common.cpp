@@ -46,9 +46,6 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
   cmd->add_option("--wait-max-sleep-ns", f.wait_max_sleep_ns,
                   "GPU dependency waits: longest sleep between polls, in ns");
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
-  cmd->add_flag("--immediate-signals", f.immediate_signals,
-                "each tile signals right after its closing barrier (default: a block keeps the signal and publishes "
-                "it inside its next body, before any wait)");
   cmd->add_flag("--claim-ahead", f.claim_ahead,
                 "dynamic schedule: a block takes its next ticket while its tile runs (off by default: it slowed "
                 "levels with fewer tiles than twice the blocks on the H200, and a look-back scan of 2^26 floats "
@@ -109,7 +106,6 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.exec.sentinel_fill = *parse_sentinel_fill(f.sentinel_fill);
   o.exec.timeout_ns = static_cast<std::uint64_t>(f.timeout_ms * 1e6);
   o.exec.claim_ahead = f.claim_ahead;
-  o.exec.defer_signals = !f.immediate_signals;
   o.exec.pacing = {f.poll_spins, f.poll_max_sleep_ns};
   o.exec.wait_pacing = {f.wait_spins, f.wait_max_sleep_ns};
   o.cpu_workers = f.workers;

@@ -38,7 +38,6 @@ struct SessionFlags {
   std::uint32_t wait_max_sleep_ns = program::kSpinPacing.max_sleep_ns;
   bool no_tile_deps = false;
   bool claim_ahead = false;
-  bool immediate_signals = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;
   std::int64_t row_tile_elements = 0; // 0: TilePolicy's defaults
   std::uint32_t scan_chunks = TilePolicy{}.scan_chunks_per_tile;

@@ -177,12 +177,10 @@ public:
   // before the next tile's stores (FlushHook), before any poll or wait, or at the end of the block's pass
   // (interpreter.hpp: flush_signal). By then the tile's stores have drained while the block went on, so the release
   // fence no longer stalls the block between tiles; a consumer sees the signal about when an immediate one would
-  // have become visible. One signal is kept at a time; with RunParams::defer_signals 0 the tile signals at once.
+  // have become visible. One signal is kept at a time.
   __device__ __forceinline__ void defer_signal(std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
     flush_signal();
-    if (r_.defer_signals == 0)
-      program::signal_tile(v_, r_, tile, task, flags);
-    else if (flags & (program::kSignalTiles | program::kSignalCounter))
+    if (flags & (program::kSignalTiles | program::kSignalCounter))
       pending_ = PendingSignal{tile, task, flags};
   }
 

@@ -54,7 +54,6 @@ TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
       o.mode = mode;
       o.cpu_workers = w;
       o.schedule = (k++ % 2) ? Schedule::static_list : Schedule::dynamic;
-      o.exec.defer_signals = w != 5; // both signal paths, in every mode
       Session s(g, o);
       const RunResult r = s.run();
       ASSERT_EQ(testing::trace_violation(s.program(), r), "") << to_string(mode) << " workers " << w;
