@@ -44,15 +44,4 @@ GRIDFLOW_HOST_DEVICE void raise_bad_descriptor(const ProgramView& v, std::uint32
   protocol::raise_error(reinterpret_cast<ControlBlock*>(v.state), e);
 }
 
-// Leader only, after the block barrier that follows the tile's body: publish completion of `tile` of `task`, as its
-// task's flags ask: only what some consumer waits for (the tile's flag, the task's counter), with one release fence.
-GRIDFLOW_HOST_DEVICE void signal_tile(const ProgramView& v, const RunParams& r, std::uint32_t tile, std::uint32_t task,
-                                      std::uint32_t flags) {
-  if (!(flags & (kSignalTiles | kSignalCounter)) || tile == r.fault_skip_signal_tile)
-    return; // nothing awaited, or the test-only fault of a lost signal
-  const Arena arena{v.state, v.layout};
-  protocol::publish_completion((flags & kSignalTiles) ? arena.tile_flag(tile) : nullptr, r.epoch,
-                               (flags & kSignalCounter) ? arena.task_done(task) : nullptr);
-}
-
 } // namespace gridflow::program

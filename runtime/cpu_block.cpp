@@ -40,22 +40,7 @@ ForwardPlan forward_plan(const LoweredProgram& p) {
   return f;
 }
 
-void CpuBlock::defer_signal(std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
-  flush_signal();
-  pending_tile_ = tile;
-  pending_task_ = task;
-  pending_flags_ = flags;
-}
-
-void CpuBlock::flush_signal() {
-  if (pending_tile_ == program::kNoTile)
-    return;
-  program::signal_tile(v_, r_, pending_tile_, pending_task_, pending_flags_);
-  pending_tile_ = program::kNoTile;
-}
-
 bool CpuBlock::execute(std::uint32_t tile) {
-  flush_signal();
   if (!forward_.empty() && forward_.source[tile] != program::kNoTile) {
     const std::span<const std::uint32_t> now = row_words(v_, tile, true);
     if (last_tile_ != forward_.source[tile] || !std::equal(now.begin(), now.end(), kept_.begin(), kept_.end())) {

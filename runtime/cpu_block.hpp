@@ -38,11 +38,6 @@ public:
   // Runs the tile. A forwarded tile first checks what the GPU's lean megakernel relies on: its input row is, bit for
   // bit, what this block's previous tile wrote (the lowering's forwarding decision, checked on every CPU run).
   bool execute(std::uint32_t tile);
-  // Signals kept as the lean megakernel keeps them (interpreter.hpp: defer_signal) and published before the block's
-  // next body (which may poll), so every run on the CPU goes through the interpreter's flush points: before each
-  // dependency wait and at the end of the pass. A missing flush shows as a watchdog error, not as a slower run.
-  void defer_signal(std::uint32_t tile, std::uint32_t task, std::uint32_t flags);
-  void flush_signal();
   void fill_sentinels();
   // Both level modes use gridflow's barrier on the CPU (cooperative_groups exists only on the GPU).
   bool level_barrier(std::uint64_t generation);
@@ -53,7 +48,6 @@ private:
   std::uint32_t index_;
   const ForwardPlan& forward_;
   std::uint32_t last_tile_ = program::kNoTile;
-  std::uint32_t pending_tile_ = program::kNoTile, pending_task_ = 0, pending_flags_ = 0; // the kept signal
   std::vector<std::uint32_t> kept_; // the output row of the last tile a forwarded tile takes
 };
 

@@ -25,12 +25,6 @@
 //                                     // where the Block keeps its list (else claim_static reads the program's)
 //   void fill_sentinels();            // sentinel mode, kernel fill: this block's share of the pre-fill
 //   bool level_barrier(std::uint64_t generation); // grid-wide barrier (cg grid.sync or gridflow's); false: aborted
-//   (optional) void defer_signal(std::uint32_t tile, std::uint32_t task, std::uint32_t flags);
-//   (optional) void flush_signal();   // leader only: a Block may keep a finished tile's signal (defer_signal, after
-//                                     // its closing barrier) and publish it later (flush_signal, or inside its next
-//                                     // body where no poll precedes it), so the release fence no longer stalls the
-//                                     // block between tiles; the interpreter flushes before every dependency wait
-//                                     // and at the end of the pass, and the Block before any body that polls
 //   (optional) void run_plain();      // dataflow modes, untraced runs: run the block's next tiles that the host
 //                                     // marked as needing no claim, descriptor check or wait as their bodies,
 //                                     // closing barriers and signals alone, up to the first that is not (which
@@ -159,21 +153,19 @@ template <class Block> GRIDFLOW_HOST_DEVICE bool wait_dependencies(Block& blk, s
   return true;
 }
 
-// Leader only, after a tile's closing barrier: signal it now, or hand it to a Block that defers signals
-// (defer_signal: published no later than the Block's next flush_signal).
+// Leader only, after the block barrier that follows the body: publish completion of `tile` of `task`, as its task's
+// flags ask: only what some consumer waits for (the tile's flag, the task's counter).
 template <class Block>
-GRIDFLOW_HOST_DEVICE void signal_or_defer(Block& blk, std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
-  if constexpr (requires { blk.defer_signal(tile, task, flags); })
-    blk.defer_signal(tile, task, flags);
-  else
-    signal_tile(blk.view(), blk.params(), tile, task, flags);
-}
-
-// Leader only: publish the signal a Block deferred, if any. Called before every wait that can block and at the end
-// of the block's pass, so no block ever waits (or leaves) holding a completion another block may be waiting for.
-template <class Block> GRIDFLOW_HOST_DEVICE void flush_signal(Block& blk) {
-  if constexpr (requires { blk.flush_signal(); })
-    blk.flush_signal();
+GRIDFLOW_HOST_DEVICE void signal_tile(Block& blk, std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
+  const ProgramView& v = blk.view();
+  const RunParams& r = blk.params();
+  if (!(flags & (kSignalTiles | kSignalCounter)) || tile == r.fault_skip_signal_tile)
+    return; // nothing awaited, or the test-only fault of a lost signal
+  const Arena arena{v.state, v.layout};
+  if (flags & kSignalTiles)
+    protocol::publish_flag(arena.tile_flag(tile), r.epoch);
+  if (flags & kSignalCounter)
+    protocol::signal_counter(arena.task_done(task));
 }
 
 // Uniform across the block (every thread evaluates the same claim); the leader records the error.
@@ -205,8 +197,6 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
   // Step 2: wait for the tile's inputs (leader polls, then the block barrier inside share() releases all and
   // publishes the staged descriptors).
   if (wait && c.desc.dep_count > 0) {
-    if (blk.is_leader())
-      flush_signal(blk);
     const std::uint32_t ok = blk.share(blk.is_leader() ? (wait_dependencies(blk, tile, c.desc) ? 1u : 0u) : 0u);
     if (!ok)
       return false;
@@ -223,7 +213,7 @@ GRIDFLOW_HOST_DEVICE bool run_tile(Block& blk, const Claim& c, std::uint64_t cla
   // Step 4: signal: execute's closing block barrier ordered every thread's stores before the leader's release.
   // The task's flags come from the Block (signal_flags), which knows where they are safe to read after execute.
   if (signal && blk.is_leader())
-    signal_or_defer(blk, tile, c.desc.task, blk.signal_flags(c.desc.task));
+    signal_tile(blk, tile, c.desc.task, blk.signal_flags(c.desc.task));
   if (TRACED && trace) {
     trace->signalled = protocol::now_ns();
     protocol::atomic_ref<std::uint64_t>(trace->runs).fetch_add(1, cuda::std::memory_order_relaxed);
@@ -288,11 +278,8 @@ GRIDFLOW_HOST_DEVICE bool run_tiles(Block& blk, Cursor& cursor, std::uint32_t& b
     const std::uint64_t t0 = TRACED ? protocol::now_ns() : 0; // the trace's claim_begin
     // Step 1: claim the next tile (topological order).
     const Claim c = claim(blk, cursor, 0, 0, v.num_tiles);
-    if (c.tile == kNoTile) {
-      if (blk.is_leader())
-        flush_signal(blk);
+    if (c.tile == kNoTile)
       return true;
-    }
     if (!descriptor_ok(blk, c) || !run_tile<TRACED>(blk, c, t0, true, true))
       return false;
   }

@@ -57,15 +57,8 @@ GRIDFLOW_HOST_DEVICE std::uint64_t load_counter(std::uint64_t* counter) {
   return atomic_ref<std::uint64_t>(*counter).load(cuda::std::memory_order_acquire);
 }
 
-// Publish a tile's completion to both kinds of waiter with one release fence: the tile's flag (when `flag` is not
-// null) and its task's counter (when `counter` is not null). A release store and a release add would fence twice;
-// fence-then-relaxed gives every acquirer that reads either value the same guarantee as a release operation.
-GRIDFLOW_HOST_DEVICE void publish_completion(std::uint32_t* flag, std::uint32_t epoch, std::uint64_t* counter) {
-  cuda::atomic_thread_fence(cuda::std::memory_order_release, cuda::thread_scope_device);
-  if (flag != nullptr)
-    atomic_ref<std::uint32_t>(*flag).store(epoch, cuda::std::memory_order_relaxed);
-  if (counter != nullptr)
-    atomic_ref<std::uint64_t>(*counter).fetch_add(1, cuda::std::memory_order_relaxed);
+GRIDFLOW_HOST_DEVICE void publish_flag(std::uint32_t* flag, std::uint32_t epoch) {
+  atomic_ref<std::uint32_t>(*flag).store(epoch, cuda::std::memory_order_release);
 }
 
 GRIDFLOW_HOST_DEVICE std::uint32_t load_flag(std::uint32_t* flag) {

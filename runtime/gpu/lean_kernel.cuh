@@ -164,31 +164,12 @@ public:
         copy_instr_wait<1>();
       }
       ++pos_;
-      lean_plain_tile<THREADS>(t, s.rows, half_, &forward_, FlushHook{*this});
+      lean_plain_tile<THREADS>(t, s.rows, half_, &forward_);
       if (flags & program::kCloseBarrier) {
         __syncthreads(); // every thread's stores before the leader's release, or before the next tile's loads
         if (threadIdx.x == 0)
-          defer_signal(tile, task, flags);
+          program::detail::signal_tile(*this, tile, task, flags);
       }
-    }
-  }
-
-  // Leader only, after the tile's closing barrier: keep its signal (if it has one) for the next flush, which comes
-  // before the next tile's stores (FlushHook), before any poll or wait, or at the end of the block's pass
-  // (interpreter.hpp: flush_signal). By then the tile's stores have drained while the block went on, so the release
-  // fence no longer stalls the block between tiles; a consumer sees the signal about when an immediate one would
-  // have become visible. One signal is kept at a time.
-  __device__ __forceinline__ void defer_signal(std::uint32_t tile, std::uint32_t task, std::uint32_t flags) {
-    flush_signal();
-    if (flags & (program::kSignalTiles | program::kSignalCounter))
-      pending_ = PendingSignal{tile, task, flags};
-  }
-
-  // Leader only: publish the kept signal, if any.
-  __device__ __forceinline__ void flush_signal() {
-    if (pending_.tile != program::kNoTile) {
-      program::signal_tile(v_, r_, pending_.tile, pending_.task, pending_.flags);
-      pending_.tile = program::kNoTile;
     }
   }
 
@@ -214,8 +195,6 @@ public:
     }
     const TileSite* site = nullptr;
     if (SENTINEL && (in.flags & program::kPollInputs)) {
-      if (threadIdx.x == 0)
-        flush_signal(); // the body may wait on another block, which may be waiting for the kept signal
       const unsigned warp = threadIdx.x / 32;
       if ((threadIdx.x & 31) == 0)
         s.site[warp] = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v_.state), r_.timeout_ns,
@@ -233,7 +212,7 @@ public:
                      static_cast<int>(in.rows),
                      static_cast<int>(in.cols),
                      static_cast<int>(in.out_stride)};
-    lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_, FlushHook{*this});
+    lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_);
     if (!(in.flags & program::kCloseBarrier))
       return true; // no poll (else the barrier is asked for), so no abort from this body
     __syncthreads();
@@ -272,20 +251,6 @@ public:
   }
 
 private:
-  // A finished tile's signal, kept by the leader (defer_signal); tile kNoTile: none.
-  struct PendingSignal {
-    std::uint32_t tile = program::kNoTile, task = 0, flags = 0;
-  };
-  // The lean bodies' BeforeStore (lean_ops.cuh): the leader publishes the kept signal once the row's loads are
-  // consumed.
-  struct FlushHook {
-    LeanBlock& block;
-    __device__ __forceinline__ void operator()() const {
-      if (threadIdx.x == 0)
-        block.flush_signal();
-    }
-  };
-
   const program::ProgramView& v_;
   const program::RunParams& r_;
   std::uint32_t turn_ = 0;
@@ -294,7 +259,6 @@ private:
   int half_ = 0;                             // the half of the reduction storage the next block reduction uses
   program::TileInstr cur_{};                 // the running tile's instruction
   kernels::LeanRow forward_{};               // the last tile's output row (on-chip forwarding)
-  PendingSignal pending_{};                  // leader: the signal kept for the next flush
 };
 
 // SENTINEL: the kernel for programs in sentinel mode (polled inputs, canonical outputs); the other modes' kernel has

@@ -24,13 +24,6 @@ struct LeanTile {
   int out_stride;
 };
 
-// What a lean body calls, every thread, after a row's loads have been consumed (its block barrier passed) and before
-// the row's first store: the lean megakernel publishes its previous tile's deferred signal there, when the release
-// fence waits for nothing still in flight. BeforeStore{} does nothing.
-struct BeforeStore {
-  __device__ __forceinline__ void operator()() const {}
-};
-
 // The row as a sentinel-mode store leaves it in memory: the sentinel's bit pattern becomes the canonical NaN.
 __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
 #pragma unroll
@@ -46,13 +39,10 @@ __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
 // it; on return, the tile's last output row as memory holds it (ops that write whole rows). `half`: the half of `s`
 // the next block reduction uses (kernels/device/lean_rows.cuh), kept by the caller across tiles. Every row's stores
 // follow a block barrier after its loads; the tile ends without one (the caller adds it where needed). PLAIN: the
-// tile is one full row of 16-byte groups (program::kPlainTile), so nothing about its shape is tested. `before_store`
-// runs before every row's stores (BeforeStore above).
-template <int THREADS, bool PLAIN, program::Opcode OP, class T, class ScanOp, class Load, class Store,
-          class Hook = BeforeStore>
+// tile is one full row of 16-byte groups (program::kPlainTile), so nothing about its shape is tested.
+template <int THREADS, bool PLAIN, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store store,
-                                             kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward,
-                                             Hook before_store = {}) {
+                                             kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   constexpr bool kWholeRowOut = OP != program::Opcode::reduce_rows;
   // One row of n columns from src to dst; `first`: the tile's row 0 (the forwarded one, where the flag says so).
   // Called with n a constant and `vector` true for full rows of 16-byte groups (every input row, and every output row
@@ -65,7 +55,6 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
       kernels::lean_load<THREADS, T>(x, src, n, T(0), load, vector);
     if constexpr (!kWholeRowOut) {
       const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
-      before_store();
       if (threadIdx.x == 0)
         store(reinterpret_cast<std::uint32_t*>(dst), bits);
     } else {
@@ -74,7 +63,6 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
         y = kernels::lean_softmax<THREADS>(x, n, t.flags & program::kLogSoftmax, s, half);
       else
         y = kernels::lean_scan<THREADS, T>(x, n, t.flags & program::kExclusive, ScanOp{}, s, half);
-      before_store();
       kernels::lean_store<THREADS, T>(y, dst, n, store, vector);
       if (forward != nullptr) {
         if constexpr (cuda::std::is_same_v<Store, CanonicalStore>) // the policy of tiles with kSentinelOutput
@@ -103,63 +91,59 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
   }
 }
 
-template <int THREADS, bool PLAIN, class Load, class Store, class Hook>
+template <int THREADS, bool PLAIN, class Load, class Store>
 __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Store store,
-                                               kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward,
-                                               Hook hook) {
+                                               kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   using program::Opcode;
   const bool i32 = t.dtype == static_cast<std::uint32_t>(DType::i32);
   const bool max = t.fn == static_cast<std::uint32_t>(ScanFn::max);
   switch (static_cast<Opcode>(t.opcode)) {
   case Opcode::softmax_rows:
-    lean_rows_as<THREADS, PLAIN, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, half, forward, hook);
+    lean_rows_as<THREADS, PLAIN, Opcode::softmax_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
   case Opcode::scan_rows:
     if (i32)
       max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, std::int32_t, kernels::Max>(t, load, store, s, half,
-                                                                                        forward, hook)
+                                                                                        forward)
           : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, std::int32_t, kernels::Sum>(t, load, store, s, half,
-                                                                                        forward, hook);
+                                                                                        forward);
     else
-      max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward, hook)
-          : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward,
-                                                                                 hook);
+      max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward)
+          : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
   default: // reduce_rows
     i32 ? lean_rows_as<THREADS, PLAIN, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, half,
-                                                                                        forward, hook)
-        : lean_rows_as<THREADS, PLAIN, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, half, forward,
-                                                                                 hook);
+                                                                                        forward)
+        : lean_rows_as<THREADS, PLAIN, Opcode::reduce_rows, float, kernels::Sum>(t, load, store, s, half, forward);
   }
 }
 
 // The lean megakernel's dispatch: tile `t` under its sync mode's access policies; `site` is where a failed poll is
 // recorded. SENTINEL (a program in sentinel mode): polled inputs and canonical outputs as the tile's flags say; else
 // plain loads and stores only, so the other mode's kernel carries no policy code it never runs.
-template <int THREADS, bool SENTINEL, class Hook>
+template <int THREADS, bool SENTINEL>
 __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* site, kernels::LeanStorage<THREADS>& s,
-                                          int& half, kernels::LeanRow* forward, Hook hook) {
+                                          int& half, kernels::LeanRow* forward) {
   if constexpr (SENTINEL) {
     const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
     if (poll)
-      canonical ? lean_tile_with<THREADS, false>(t, PollLoad{site}, CanonicalStore{}, s, half, forward, hook)
-                : lean_tile_with<THREADS, false>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward, hook);
+      canonical ? lean_tile_with<THREADS, false>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS, false>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
     else
-      canonical
-          ? lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward, hook)
-          : lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward, hook);
+      canonical ? lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   } else {
     (void)site;
-    lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward, hook);
+    lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   }
 }
 
 // A plain tile (program::kPlainTile: one full row of 16-byte groups, no polls, no sentinel outputs), in either
 // kernel.
-template <int THREADS, class Hook>
+template <int THREADS>
 __device__ __forceinline__ void lean_plain_tile(const LeanTile& t, kernels::LeanStorage<THREADS>& s, int& half,
-                                                kernels::LeanRow* forward, Hook hook) {
-  lean_tile_with<THREADS, true>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward, hook);
+                                                kernels::LeanRow* forward) {
+  lean_tile_with<THREADS, true>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
 }
 
 } // namespace gridflow::gpu
