@@ -127,15 +127,20 @@ nlohmann::json run_sync_bench(bool quick) {
   const int reps = args.quick ? 3 : 7;
 
   fmt::print("== grid barrier, us per barrier (difference method: 1100 vs 100 barriers, median of {})\n", reps);
-  fmt::print("{:>8} {:>8} {:>7} {:>10} {:>10} {:>14} {:>9} {:>9} {:>9} {:>10}\n", "threads", "blk/SM", "blocks",
-             "cg.sync", "flat", "sm-aggregated", "split 2", "split 4", "split 8", "best/cg");
+  fmt::print("(flat, checked each poll: the same barrier with the watchdog's checks after every poll instead of every "
+             "{})\n",
+             program::PollPacing{}.check_every);
+  fmt::print("{:>8} {:>8} {:>7} {:>10} {:>10} {:>14} {:>14} {:>9} {:>9} {:>9} {:>10}\n", "threads", "blk/SM", "blocks",
+             "cg.sync", "flat", "flat, checked", "sm-aggregated", "split 2", "split 4", "split 8", "best/cg");
   struct Kind {
     BarrierKind kind;
     int ways;
     const char* name;
+    int check_every = static_cast<int>(program::PollPacing{}.check_every);
   };
   const Kind kinds[] = {{BarrierKind::cg, 1, "cg"},
                         {BarrierKind::flat, 1, "flat"},
+                        {BarrierKind::flat, 1, "flat_checked_each_poll", 1},
                         {BarrierKind::sm_aggregated, 1, "sm_aggregated"},
                         {BarrierKind::split, 2, "split2"},
                         {BarrierKind::split, 4, "split4"},
@@ -149,8 +154,10 @@ nlohmann::json run_sync_bench(bool quick) {
       const int blocks = bps * sms;
       double us[kKinds];
       for (std::size_t k = 0; k < kKinds; ++k) {
-        const double t1 = time_barrier_loop(kinds[k].kind, blocks, threads, 100, reps, kinds[k].ways);
-        const double t2 = time_barrier_loop(kinds[k].kind, blocks, threads, 1100, reps, kinds[k].ways);
+        const double t1 =
+            time_barrier_loop(kinds[k].kind, blocks, threads, 100, reps, kinds[k].ways, kinds[k].check_every);
+        const double t2 =
+            time_barrier_loop(kinds[k].kind, blocks, threads, 1100, reps, kinds[k].ways, kinds[k].check_every);
         us[k] = (t2 - t1) * 1e3 / 1000.0;
         report.add({{"what", "grid_barrier"},
                     {"kind", kinds[k].name},
@@ -160,23 +167,28 @@ nlohmann::json run_sync_bench(bool quick) {
                     {"us_per_barrier", us[k]}});
       }
       const double best = *std::min_element(us + 1, us + kKinds);
-      fmt::print("{:>8} {:>8} {:>7} {:>10.3f} {:>10.3f} {:>14.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.2f}\n", threads, bps,
-                 blocks, us[0], us[1], us[2], us[3], us[4], us[5], best / us[0]);
+      fmt::print("{:>8} {:>8} {:>7} {:>10.3f} {:>10.3f} {:>14.3f} {:>14.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>10.2f}\n",
+                 threads, bps, blocks, us[0], us[1], us[2], us[3], us[4], us[5], us[6], best / us[0]);
     }
   }
 
   fmt::print("\n== one-way hand-off between two SMs, us (difference method: 5000 vs 1000 round trips)\n");
-  for (bool sentinel : {false, true}) {
+  struct Handoff {
+    bool sentinel;
+    int check_every;
+    const char* kind;
+    const char* label;
+  };
+  const int every = static_cast<int>(program::PollPacing{}.check_every);
+  for (const Handoff h : {Handoff{false, every, "flag", "release/acquire flag"},
+                          Handoff{false, 1, "flag_checked_each_poll", "flag, watchdog each poll"},
+                          Handoff{true, every, "sentinel", "data-as-flag (sentinel)"}}) {
     int smids[2] = {-1, -1};
-    const double t1 = time_pingpong(1000, sentinel, reps, smids);
-    const double t2 = time_pingpong(5000, sentinel, reps, smids);
+    const double t1 = time_pingpong(1000, h.sentinel, reps, smids, h.check_every);
+    const double t2 = time_pingpong(5000, h.sentinel, reps, smids, h.check_every);
     const double hop = (t2 - t1) * 1e3 / (2.0 * 4000);
-    fmt::print("{:<28} {:8.3f} us   (SMs {} and {})\n", sentinel ? "data-as-flag (sentinel)" : "release/acquire flag",
-               hop, smids[0], smids[1]);
-    report.add({{"what", "handoff"},
-                {"kind", sentinel ? "sentinel" : "flag"},
-                {"us_per_hop", hop},
-                {"smids", {smids[0], smids[1]}}});
+    fmt::print("{:<28} {:8.3f} us   (SMs {} and {})\n", h.label, hop, smids[0], smids[1]);
+    report.add({{"what", "handoff"}, {"kind", h.kind}, {"us_per_hop", hop}, {"smids", {smids[0], smids[1]}}});
   }
 
   fmt::print("\n== launch to completion of an empty kernel, us (median of 50)\n");

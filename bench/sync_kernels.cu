@@ -29,10 +29,16 @@ __device__ std::uint32_t smid() {
   return id;
 }
 
-__global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters, int ways) {
+__device__ program::PollPacing pacing_checking_every(int check_every) {
+  program::PollPacing p;
+  p.check_every = static_cast<std::uint32_t>(check_every);
+  return p;
+}
+
+__global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters, int ways, int check_every) {
   namespace cg = cooperative_groups;
   auto* control = reinterpret_cast<program::ControlBlock*>(words);
-  const protocol::WaitSite site{control, kTimeoutNs, blockIdx.x, 0, 0};
+  const protocol::WaitSite site{control, kTimeoutNs, blockIdx.x, 0, 0, pacing_checking_every(check_every)};
   std::uint64_t* global = line(words, 2);
   std::uint64_t blocks_on_sm = 0, sms_used = 0;
   std::uint64_t* mine = nullptr;
@@ -78,14 +84,14 @@ __global__ void barrier_loop_kernel(int kind, std::uint64_t* words, int iters, i
   }
 }
 
-__global__ void pingpong_kernel(std::uint64_t* words, int rounds, int sentinel, int* smids) {
+__global__ void pingpong_kernel(std::uint64_t* words, int rounds, int sentinel, int* smids, int check_every) {
   if (blockIdx.x > 1)
     return;
   if (threadIdx.x != 0)
     return;
   smids[blockIdx.x] = static_cast<int>(smid());
   auto* control = reinterpret_cast<program::ControlBlock*>(words);
-  const protocol::WaitSite site{control, kTimeoutNs, blockIdx.x, 0, 0};
+  const protocol::WaitSite site{control, kTimeoutNs, blockIdx.x, 0, 0, pacing_checking_every(check_every)};
   std::uint64_t* a = line(words, 2);
   std::uint64_t* b = line(words, 3);
   auto* fa = reinterpret_cast<float*>(line(words, 4));
@@ -146,23 +152,23 @@ int barrier_max_blocks_per_sm(int threads) {
   return n;
 }
 
-double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps, int ways) {
+double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps, int ways, int check_every) {
   return time_median(reps, [&] {
     int k = static_cast<int>(kind);
     std::uint64_t* w = scratch_words();
-    void* args[] = {&k, &w, &iters, &ways};
+    void* args[] = {&k, &w, &iters, &ways, &check_every};
     GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&barrier_loop_kernel), dim3(blocks),
                                                     dim3(threads), args, 0, nullptr));
   });
 }
 
-double time_pingpong(int rounds, bool sentinel, int reps, int smids[2]) {
+double time_pingpong(int rounds, bool sentinel, int reps, int smids[2], int check_every) {
   int* d_smids = nullptr;
   GRIDFLOW_CUDA_CHECK(cudaMalloc(&d_smids, 2 * sizeof(int)));
   const double ms = time_median(reps, [&] {
     std::uint64_t* w = scratch_words();
     int s = sentinel ? 1 : 0;
-    void* args[] = {&w, &rounds, &s, &d_smids};
+    void* args[] = {&w, &rounds, &s, &d_smids, &check_every};
     GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&pingpong_kernel), dim3(2), dim3(32),
                                                     args, 0, nullptr));
   });

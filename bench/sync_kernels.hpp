@@ -18,13 +18,15 @@ enum class BarrierKind : int {
 int barrier_max_blocks_per_sm(int threads);
 
 // Milliseconds (median of `reps`, CUDA events) of one cooperative launch running `iters` barriers.
-// `ways`: the split barrier's counters (2 to 32; ignored by the other kinds).
-double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps, int ways = 1);
+// `ways`: the split barrier's counters (2 to 32; ignored by the other kinds). `check_every`: the waits' polls between
+// two watchdog checks (program::PollPacing::check_every; 1: after every poll).
+double time_barrier_loop(BarrierKind kind, int blocks, int threads, int iters, int reps, int ways = 1,
+                         int check_every = 16);
 
 // Milliseconds of one cooperative launch of 2 blocks passing a value back and forth `rounds` times
-// (2 * rounds one-way hops). `sentinel`: the value itself is polled (relaxed), else release/acquire flags.
-// `smids` receives the SMs of the two blocks.
-double time_pingpong(int rounds, bool sentinel, int reps, int smids[2]);
+// (2 * rounds one-way hops). `sentinel`: the value itself is polled (relaxed), else release/acquire flags, whose
+// waits check the watchdog every `check_every` polls. `smids` receives the SMs of the two blocks.
+double time_pingpong(int rounds, bool sentinel, int reps, int smids[2], int check_every = 16);
 
 // Launch-to-completion milliseconds of an empty kernel of `blocks` x 128 (median of `reps`).
 double time_empty_launch(int blocks, bool cooperative, int reps);

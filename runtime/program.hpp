@@ -185,6 +185,10 @@ inline constexpr std::uint32_t kNoTile = 0xffffffffu;
 struct PollPacing {
   std::uint32_t spin_polls = 32;
   std::uint32_t max_sleep_ns = 512;
+  // Polls between two checks of the abort flag and the watchdog's clock (1: after every poll). A check is a load of
+  // its own that the next poll waits behind (the poll is an acquire), so checking after every poll doubles the time
+  // between polls, and with it the time a wait takes to see what it waits for.
+  std::uint32_t check_every = 16;
 };
 // The leader's dependency waits never sleep by default: one thread per block polls one word per dependency, and
 // sleeps cost a flags chain 12% per op (softmax 16K, dynamic schedule), while the sentinel body's polls, every

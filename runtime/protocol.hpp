@@ -159,7 +159,8 @@ struct Backoff {
   }
 };
 
-// Poll `observe()` (returns the current value) until `done(value)`; bounded by the watchdog.
+// Poll `observe()` (returns the current value) until `done(value)`; bounded by the watchdog, whose checks (the abort
+// flag, the clock) run every `site.pacing.check_every` polls.
 // Returns true when satisfied, false when the run was aborted (by this wait timing out or by another block);
 // on timeout it records the error before returning. The caller leaves its loop on false.
 template <class Observe, class Done>
@@ -169,11 +170,14 @@ GRIDFLOW_HOST_DEVICE bool wait_until(const WaitSite& site, const WaitTarget& tar
     return true;
   const std::uint64_t start = now_ns();
   Backoff backoff{site.pacing};
-  for (;;) {
+  const std::uint32_t check_every = site.pacing.check_every == 0 ? 1 : site.pacing.check_every;
+  for (std::uint32_t poll = 1;; ++poll) {
     backoff.pause();
     seen = observe();
     if (done(seen))
       return true;
+    if (poll % check_every != 0)
+      continue;
     if (is_aborted(site.control))
       return false;
     const std::uint64_t waited = now_ns() - start;

@@ -49,13 +49,14 @@ std::string describe(const SessionOptions& o) {
   if (o.schedule != Schedule::static_list && o.exec.claim_ahead)
     s += " claim_ahead=on";
   const auto same = [](program::PollPacing a, program::PollPacing b) {
-    return a.spin_polls == b.spin_polls && a.max_sleep_ns == b.max_sleep_ns;
+    return a.spin_polls == b.spin_polls && a.max_sleep_ns == b.max_sleep_ns && a.check_every == b.check_every;
   };
   if (!same(o.exec.pacing, program::PollPacing{}))
-    s += fmt::format(" gpu_poll(spins={} max_sleep_ns={})", o.exec.pacing.spin_polls, o.exec.pacing.max_sleep_ns);
+    s += fmt::format(" gpu_poll(spins={} max_sleep_ns={} check_every={})", o.exec.pacing.spin_polls,
+                     o.exec.pacing.max_sleep_ns, o.exec.pacing.check_every);
   if (!same(o.exec.wait_pacing, program::kSpinPacing))
-    s += fmt::format(" gpu_wait(spins={} max_sleep_ns={})", o.exec.wait_pacing.spin_polls,
-                     o.exec.wait_pacing.max_sleep_ns);
+    s += fmt::format(" gpu_wait(spins={} max_sleep_ns={} check_every={})", o.exec.wait_pacing.spin_polls,
+                     o.exec.wait_pacing.max_sleep_ns, o.exec.wait_pacing.check_every);
   s += fmt::format(" tiles(reduce_min={} row_elems={} short_softmax_elems={} waves={} scan_items={} scan_chunks={})",
                    o.tiles.reduce_min_tile, o.tiles.row_tile_elements, o.tiles.short_softmax_tile_elements,
                    o.tiles.waves, o.tiles.scan_items_per_thread, o.tiles.scan_chunks_per_tile);

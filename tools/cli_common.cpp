@@ -45,6 +45,10 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
                   "never sleep)");
   cmd->add_option("--wait-max-sleep-ns", f.wait_max_sleep_ns,
                   "GPU dependency waits: longest sleep between polls, in ns");
+  cmd->add_option("--watchdog-every", f.watchdog_every,
+                  "every wait: polls between two checks of the abort flag and the watchdog's clock (1: after every "
+                  "poll, which doubles the time between polls)")
+      ->check(CLI::Range(1u, 1u << 20));
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
   cmd->add_flag("--claim-ahead", f.claim_ahead,
                 "dynamic schedule: a block takes its next ticket while its tile runs (off by default: it slowed "
@@ -106,8 +110,8 @@ SessionOptions session_options(const SessionFlags& f, const std::filesystem::pat
   o.exec.sentinel_fill = *parse_sentinel_fill(f.sentinel_fill);
   o.exec.timeout_ns = static_cast<std::uint64_t>(f.timeout_ms * 1e6);
   o.exec.claim_ahead = f.claim_ahead;
-  o.exec.pacing = {f.poll_spins, f.poll_max_sleep_ns};
-  o.exec.wait_pacing = {f.wait_spins, f.wait_max_sleep_ns};
+  o.exec.pacing = {f.poll_spins, f.poll_max_sleep_ns, f.watchdog_every};
+  o.exec.wait_pacing = {f.wait_spins, f.wait_max_sleep_ns, f.watchdog_every};
   o.cpu_workers = f.workers;
   o.threads_per_block = f.threads;
   o.blocks_per_sm = f.blocks_per_sm;

@@ -36,6 +36,7 @@ struct SessionFlags {
   std::uint32_t poll_max_sleep_ns = program::PollPacing{}.max_sleep_ns;
   std::uint32_t wait_spins = program::kSpinPacing.spin_polls;
   std::uint32_t wait_max_sleep_ns = program::kSpinPacing.max_sleep_ns;
+  std::uint32_t watchdog_every = program::PollPacing{}.check_every;
   bool no_tile_deps = false;
   bool claim_ahead = false;
   std::int64_t reduce_min_tile = TilePolicy{}.reduce_min_tile;

@@ -35,8 +35,9 @@ def save(fig, out, name):
 
 
 def barriers(rows, where, out):
-    kinds = ["cg", "flat", "sm_aggregated", "split2", "split4", "split8"]
-    labels = {"cg": "grid.sync() (cooperative groups)", "flat": "gridflow flat", "sm_aggregated": "gridflow per-SM",
+    kinds = ["cg", "flat", "flat_checked_each_poll", "sm_aggregated", "split2", "split4", "split8"]
+    labels = {"cg": "grid.sync() (cooperative groups)", "flat": "gridflow flat",
+              "flat_checked_each_poll": "gridflow flat, watchdog checked each poll", "sm_aggregated": "gridflow per-SM",
               "split2": "gridflow split, 2 counters", "split4": "gridflow split, 4 counters",
               "split8": "gridflow split, 8 counters"}
     threads_seen = sorted({r["threads"] for r in rows if r.get("what") == "grid_barrier"})

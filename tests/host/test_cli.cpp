@@ -141,12 +141,18 @@ TEST_F(Cli, PollPacingIsAnOptionOfEveryRun) {
                         "--poll-max-sleep-ns 96");
   EXPECT_EQ(on.code, 0) << on.err;
   EXPECT_NE(on.out.find("check passed"), std::string::npos) << on.out;
-  EXPECT_NE(on.out.find("gpu_poll(spins=1000 max_sleep_ns=96)"), std::string::npos) << on.out;
+  EXPECT_NE(on.out.find("gpu_poll(spins=1000 max_sleep_ns=96 check_every=16)"), std::string::npos) << on.out;
   EXPECT_EQ(on.out.find("gpu_wait"), std::string::npos) << on.out;
   const Result wait = run("run " + g.string() + " --backend cpu --check --workers 3 --wait-spins 32 --overwrite");
   EXPECT_EQ(wait.code, 0) << wait.err;
   EXPECT_NE(wait.out.find("check passed"), std::string::npos) << wait.out;
-  EXPECT_NE(wait.out.find("gpu_wait(spins=32 max_sleep_ns=512)"), std::string::npos) << wait.out;
+  EXPECT_NE(wait.out.find("gpu_wait(spins=32 max_sleep_ns=512 check_every=16)"), std::string::npos) << wait.out;
+  const Result every = run("run " + g.string() + " --backend cpu --check --workers 3 --watchdog-every 1 --overwrite");
+  EXPECT_EQ(every.code, 0) << every.err;
+  EXPECT_NE(every.out.find("check_every=1)"), std::string::npos) << every.out;
+  const Result never = run("run " + g.string() + " --backend cpu --workers 3 --watchdog-every 0 --overwrite");
+  EXPECT_EQ(never.code, 2);
+  EXPECT_NE(never.err.find("--watchdog-every"), std::string::npos) << never.err;
   const Result off = run("run " + g.string() + " --backend cpu --workers 3 --overwrite");
   EXPECT_EQ(off.code, 0) << off.err;
   EXPECT_EQ(off.out.find("gpu_poll"), std::string::npos) << off.out; // the default pacing is not named

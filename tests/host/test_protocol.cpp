@@ -96,6 +96,27 @@ TEST(Protocol, BarrierSeparatesPhasesForManyGenerations) {
   EXPECT_EQ(counter, std::uint64_t{kThreads} * kGenerations); // nothing reset: the counter only grows
 }
 
+TEST(Protocol, WatchdogChecksEveryConfiguredNumberOfPolls) {
+  // The abort flag is read after every check_every-th poll, never between: an aborted run's wait polls exactly that
+  // many times after its first observation.
+  for (std::uint32_t every : {1u, 4u, 16u}) {
+    Control c;
+    protocol::abort_run(&c.block);
+    program::PollPacing pacing;
+    pacing.check_every = every;
+    const protocol::WaitSite site{&c.block, 0, 0, 0, 0, pacing};
+    std::uint32_t polls = 0;
+    EXPECT_FALSE(protocol::wait_until(
+        site, {program::WaitKind::task_counter, 0, 0, 1},
+        [&] {
+          ++polls;
+          return std::uint64_t{0};
+        },
+        [](std::uint64_t v) { return v == 1; }));
+    EXPECT_EQ(polls, every + 1) << every;
+  }
+}
+
 TEST(Protocol, WatchdogTurnsAHangIntoARecordedError) {
   Control c;
   std::uint64_t never = 0;
