@@ -186,8 +186,8 @@ struct PollPacing {
   std::uint32_t spin_polls = 32;
   std::uint32_t max_sleep_ns = 512;
   // Polls between two checks of the abort flag and the watchdog's clock (1: after every poll). A check is a load of
-  // its own that the next poll waits behind (the poll is an acquire), so checking after every poll doubles the time
-  // between polls, and with it the time a wait takes to see what it waits for.
+  // its own, ordered after the acquire poll before it, so the next poll cannot issue until the check returned: checks
+  // lengthen the time between polls, and with it the time a wait takes to see what it waits for.
   std::uint32_t check_every = 16;
 };
 // The leader's dependency waits never sleep by default: one thread per block polls one word per dependency, and

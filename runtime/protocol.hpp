@@ -171,13 +171,14 @@ GRIDFLOW_HOST_DEVICE bool wait_until(const WaitSite& site, const WaitTarget& tar
   const std::uint64_t start = now_ns();
   Backoff backoff{site.pacing};
   const std::uint32_t check_every = site.pacing.check_every == 0 ? 1 : site.pacing.check_every;
-  for (std::uint32_t poll = 1;; ++poll) {
+  for (std::uint32_t until_check = check_every;;) {
     backoff.pause();
     seen = observe();
     if (done(seen))
       return true;
-    if (poll % check_every != 0)
+    if (--until_check != 0)
       continue;
+    until_check = check_every;
     if (is_aborted(site.control))
       return false;
     const std::uint64_t waited = now_ns() - start;

@@ -47,7 +47,7 @@ void add_session_flags(CLI::App* cmd, SessionFlags& f) {
                   "GPU dependency waits: longest sleep between polls, in ns");
   cmd->add_option("--watchdog-every", f.watchdog_every,
                   "every wait: polls between two checks of the abort flag and the watchdog's clock (1: after every "
-                  "poll, which doubles the time between polls)")
+                  "poll; each check delays the next poll)")
       ->check(CLI::Range(1u, 1u << 20));
   cmd->add_flag("--no-tile-deps", f.no_tile_deps, "wait for whole producer tasks, never for single tiles");
   cmd->add_flag("--claim-ahead", f.claim_ahead,
