@@ -55,7 +55,9 @@ def barriers(rows, where, out):
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("us per grid barrier")
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=3, fontsize=8, bbox_to_anchor=(0.5, -0.08))
+    # Below the axes' labels: the figure keeps room under the subplots for it.
+    fig.subplots_adjust(bottom=0.3)
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=8, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"Grid barrier cost vs grid shape ({where}; gridflow bench sync)")
     save(fig, out, "barriers")
 
@@ -89,8 +91,10 @@ def handoffs(rows, where, out):
     bars = []
     for r in rows:
         if r.get("what") == "handoff" and r.get("us_per_hop") is not None:
-            name = {"flag": "flag (release / acquire)", "sentinel": "sentinel (data as flag)",
-                    "dsmem": "distributed shared memory"}[r["kind"]]
+            name = {"flag": "flag (release / acquire)",
+                    "flag_checked_each_poll": "flag, watchdog checked each poll",
+                    "sentinel": "sentinel (data as flag)",
+                    "dsmem": "distributed shared memory"}.get(r["kind"], r["kind"])
             bars.append((f"SM to SM: {name}", r["us_per_hop"]))
         elif r.get("what") == "kernel_chain":
             bars.append((f"kernel to kernel: {r['kind']}", r["us_per_kernel"]))
