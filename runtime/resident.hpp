@@ -263,17 +263,18 @@ GRIDFLOW_HOST_DEVICE std::uint64_t participants_of(Worker& w, const Rings& rings
   return n == 0 || n > rings.grid ? rings.grid : n;
 }
 
-// Block 0, every thread: wait for submission k (after k - 1 retired), copy its payload if it has one, and publish it
-// to every block. Returns what the leader published (the other threads' copy is empty).
+// Block 0's leader: wait for submission k (after k - 1 retired) and work out what running and publishing it needs:
+// the doorbell, the blocks that run it, the run's epoch and barrier base, the time it was taken. Nothing is written
+// (publish_taken does that once every thread of block 0 has the doorbell).
 template <class Worker>
 GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t k, const Ahead& ahead) {
   Control& c = *rings.control;
   Submission& slot = rings.submissions[k % rings.depth];
   Published p;
   RetiredLine last;
-  if (w.is_leader() && ahead.retired == k) {
+  if (ahead.retired == k) {
     last = ahead.line; // block 0 retired k - 1 itself
-  } else if (w.is_leader()) {
+  } else {
     idle_wait(
         [&] { return protocol::atomic_ref<std::uint64_t>(c.retired.ticket).load(cuda::std::memory_order_acquire); }, k,
         rings.idle);
@@ -282,28 +283,18 @@ GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t
     last.epoch = c.retired.epoch;
     last.generations = c.retired.generations;
   }
-  if (w.is_leader()) {
-    std::uint32_t polls = 0;
-    idle_wait(
-        [&] {
-          if (++polls % kQuitPollInterval == 0 && rings.quit != nullptr &&
-              system_ref<std::uint32_t>(*rings.quit).load(cuda::std::memory_order_relaxed) != 0) {
-            p.bell = doorbell(k, kStop, false);
-            return k + 1;
-          }
-          p.bell = system_ref<std::uint64_t>(slot.seq).load(cuda::std::memory_order_acquire);
-          return p.bell & kTicketMask;
-        },
-        k + 1, rings.idle);
-  }
-  if (w.share((p.bell & kPayloadBit) != 0 ? 1u : 0u) != 0) { // every thread's loads follow the leader's acquire
-    auto* words = reinterpret_cast<std::uint64_t*>(&slot);
-    for (std::uint32_t i = 1 + w.thread(); i < kSubmissionWords; i += w.threads())
-      c.slot[i] = system_ref<std::uint64_t>(words[i]).load(cuda::std::memory_order_relaxed);
-    w.sync(); // the copy precedes the leader's release below
-  }
-  if (!w.is_leader())
-    return p;
+  std::uint32_t polls = 0;
+  idle_wait(
+      [&] {
+        if (++polls % kQuitPollInterval == 0 && rings.quit != nullptr &&
+            system_ref<std::uint32_t>(*rings.quit).load(cuda::std::memory_order_relaxed) != 0) {
+          p.bell = doorbell(k, kStop, false);
+          return k + 1;
+        }
+        p.bell = system_ref<std::uint64_t>(slot.seq).load(cuda::std::memory_order_acquire);
+        return p.bell & kTicketMask;
+      },
+      k + 1, rings.idle);
   const std::uint32_t program_id = program_of_code(doorbell_code(p.bell));
   p.participants = participants_of(w, rings, program_id);
   if (program_id < rings.max_programs) {
@@ -311,23 +302,40 @@ GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t
     const ProgramRecord& rec = rings.programs[program_id];
     p.epoch = (same ? last.epoch : rec.epoch) + 1;
     p.barrier_base = same ? last.generations : rec.barrier_generations;
-    if (!lone(p)) {
-      c.run.epoch = p.epoch;
-      c.run.barrier_base = p.barrier_base;
-    }
   }
   p.published_ns = protocol::now_ns();
-  if (lone(p)) // published after it retired (serve)
-    return p;
+  return p;
+}
+
+// Block 0, every thread, once its leader's take() of submission k reached every thread and the doorbell has the
+// payload bit: the payload into control (every thread's loads follow the leader's acquire and the barrier that
+// broadcast it), then a block barrier, so the leader's publish_taken() releases the copy.
+template <class Worker> GRIDFLOW_HOST_DEVICE void copy_payload(Worker& w, const Rings& rings, std::uint64_t k) {
+  auto* words = reinterpret_cast<std::uint64_t*>(&rings.submissions[k % rings.depth]);
+  for (std::uint32_t i = 1 + w.thread(); i < kSubmissionWords; i += w.threads())
+    rings.control->slot[i] = system_ref<std::uint64_t>(words[i]).load(cuda::std::memory_order_relaxed);
+  w.sync();
+}
+
+// Block 0's leader, after take() (and copy_payload() when there is a payload): unless the submission is lone
+// (published after it retired: serve), the run line, then the doorbell to every block (release).
+GRIDFLOW_HOST_DEVICE void publish_taken(const Rings& rings, const Published& p) {
+  if (lone(p))
+    return;
+  Control& c = *rings.control;
+  if (program_of_code(doorbell_code(p.bell)) < rings.max_programs) {
+    c.run.epoch = p.epoch;
+    c.run.barrier_base = p.barrier_base;
+  }
   protocol::atomic_ref<std::uint64_t>(c.first_ns.value).store(~std::uint64_t{0}, cuda::std::memory_order_relaxed);
   c.published_ns = p.published_ns;
   publish(c, p);
-  return p;
 }
 
 // Every thread: the run of `program_id` into the worker's copy of its record (copied, every thread a word, unless the
 // worker holds it from its last run), with the leader's epoch and barrier base and, from the payload if there is one,
-// the buffers and the fault.
+// the buffers and the fault. The leader's writes (the view's buffers, the parameters) are published by Worker::run's
+// first block barrier: until then no other thread reads them.
 template <class Worker>
 GRIDFLOW_HOST_DEVICE void load_run(Worker& w, const Rings& rings, std::uint32_t program_id, bool payload,
                                    const Published& p) {
@@ -347,39 +355,41 @@ GRIDFLOW_HOST_DEVICE void load_run(Worker& w, const Rings& rings, std::uint32_t 
     r.view.buffers = payload ? s->buffers : r.table;
     r.params.fault_skip_signal_tile = payload ? s->fault_skip_signal_tile : program::kNoTile;
   }
-  w.sync();
 }
 
 // The last block to finish submission k, every thread: reset the program's arena after a failed run, complete k in
 // the completion ring and retire it. `clean`: this block's run saw no failure (Worker::run); for a lone submission
-// that means no error was raised (only this block ran it), so the error record is not read. Returns (leader) what
-// block 0 keeps of the retirement (Ahead) when it is the retiring block, which then does not write the retired line.
+// that means no error was raised (only this block ran it), so the error record is not read, and every thread tells
+// from the record whether the arena is reset (an epoch about to wrap) without a broadcast. `lone_run`: every thread's
+// copy of lone(p). Returns (leader) what block 0 keeps of the retirement (Ahead) when it is the retiring block, which
+// then does not write the retired line.
 template <class Worker>
 GRIDFLOW_HOST_DEVICE Ahead retire(Worker& w, const Rings& rings, std::uint64_t k, std::uint32_t program_id,
-                                  const Published& p, bool clean) {
+                                  const Published& p, bool lone_run, bool clean) {
   Control& c = *rings.control;
   const bool has_program = program_id < rings.max_programs;
   program::ErrorRecord error{};
   std::uint32_t reset = 0;
   std::uint64_t published_ns = p.published_ns, first_ns = p.first_ns;
-  if (w.is_leader()) {
+  if (lone_run && clean) {
+    reset = has_program && w.record().params.epoch >= kEpochLimit ? 1u : 0u;
+  } else if (w.is_leader()) {
     // One round of loads: the times the completion reports (block 0 keeps a lone submission's), the run's error
-    // record and abort flag (none for a lone submission that ran clean).
-    if (!lone(p)) {
+    // record and abort flag.
+    if (!lone_run) {
       published_ns = c.published_ns;
       first_ns = protocol::atomic_ref<std::uint64_t>(c.first_ns.value).load(cuda::std::memory_order_relaxed);
     }
     if (has_program) {
-      bool failed = false;
-      if (!lone(p) || !clean) {
-        auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
-        error = control->error;
-        failed = error.code != 0 || protocol::is_aborted(control);
-      }
+      auto* control = reinterpret_cast<program::ControlBlock*>(w.record().view.state);
+      error = control->error;
+      const bool failed = error.code != 0 || protocol::is_aborted(control);
       reset = failed || w.record().params.epoch >= kEpochLimit ? 1u : 0u;
     }
   }
-  if (w.share(reset) != 0) {
+  if (!(lone_run && clean))
+    reset = w.share(reset);
+  if (reset != 0) {
     auto* state = reinterpret_cast<std::uint64_t*>(w.record().view.state);
     const std::uint64_t words = w.record().state_bytes / 8;
     for (std::uint64_t i = w.thread(); i < words; i += w.threads())
@@ -412,7 +422,7 @@ GRIDFLOW_HOST_DEVICE Ahead retire(Worker& w, const Rings& rings, std::uint64_t k
   }
   // The next submission's arrivals count from zero: they follow block 0's publication of it, which follows its
   // acquire of `retired` below (or this store, when block 0 retires).
-  if (!lone(p))
+  if (!lone_run)
     protocol::atomic_ref<std::uint64_t>(c.finished.value).store(0, cuda::std::memory_order_relaxed);
   if (w.index() != 0) {
     c.retired.program = line.program;
@@ -446,13 +456,20 @@ GRIDFLOW_HOST_DEVICE void note_first(Control& c) {
 // block that runs none of the submissions between two it sees skips them (block 0 never does: it takes each one),
 // and only the leader's copy follows the skip (the other threads use it for nothing).
 template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& rings) {
+  // What every thread learns of a submission from its leader, in one word: the program's code (23 bits) and flags.
+  constexpr std::uint32_t kPayload = 0x80000000u; // the doorbell's payload bit
+  constexpr std::uint32_t kRuns = 0x40000000u;    // this block runs it
+  constexpr std::uint32_t kLone = 0x20000000u;    // block 0 runs it alone (lone)
+  constexpr std::uint32_t kCode = 0x1fffffffu;
   Control& c = *rings.control;
   detail::Ahead ahead; // block 0's leader
   for (std::uint64_t k = 0;; ++k) {
     detail::Published p;
-    if (w.index() == 0) {
+    if (w.index() == 0 && w.is_leader()) {
       p = detail::take(w, rings, k, ahead);
       ahead = {};
+      if ((p.bell & kPayloadBit) == 0)
+        detail::publish_taken(rings, p); // nothing to copy first
     } else if (w.is_leader()) {
       idle_wait(
           [&] {
@@ -468,39 +485,48 @@ template <class Worker> GRIDFLOW_HOST_DEVICE void serve(Worker& w, const Rings& 
         p.barrier_base = c.run.barrier_base;
       }
     }
-    // The program's code, the payload flag and whether this block runs it, to every thread (a code fits in 23 bits).
-    const std::uint32_t shared = w.share(doorbell_code(p.bell) | ((p.bell & kPayloadBit) != 0 ? 0x80000000u : 0u) |
-                                         (w.index() < p.participants ? 0x40000000u : 0u));
-    const std::uint32_t program_id = program_of_code(shared & 0x3fffffffu);
-    if ((shared & 0x40000000u) == 0)
+    const std::uint32_t shared = w.share(doorbell_code(p.bell) | ((p.bell & kPayloadBit) != 0 ? kPayload : 0u) |
+                                         (w.index() < p.participants ? kRuns : 0u) | (detail::lone(p) ? kLone : 0u));
+    const std::uint32_t program_id = program_of_code(shared & kCode);
+    const bool payload = (shared & kPayload) != 0, lone_run = (shared & kLone) != 0;
+    if (w.index() == 0 && payload) {
+      detail::copy_payload(w, rings, k);
+      if (w.is_leader())
+        detail::publish_taken(rings, p);
+    }
+    if ((shared & kRuns) == 0)
       continue; // kStop runs on every block, so a block that runs nothing of k does not stop here
     if (w.is_leader()) {
-      if (detail::lone(p))
+      if (lone_run)
         p.first_ns = protocol::now_ns();
       else
         detail::note_first(c);
     }
     bool clean = true;
     if (program_id < rings.max_programs) {
-      detail::load_run(w, rings, program_id, (shared & 0x80000000u) != 0, p);
+      detail::load_run(w, rings, program_id, payload, p);
       clean = w.run(program_id, k);
     }
-    w.sync(); // every thread of the block is done with the run before the leader arrives
-    std::uint32_t last = 0;
-    if (w.is_leader())
-      last =
-          p.participants == 1 ||
-                  protocol::atomic_ref<std::uint64_t>(c.finished.value).fetch_add(1, cuda::std::memory_order_acq_rel) +
-                          1 ==
-                      p.participants
-              ? 1u
-              : 0u;
-    if (w.share(last) != 0) {
-      const detail::Ahead kept = detail::retire(w, rings, k, program_id, p, clean);
+    w.sync(); // every thread of the block is done with the run before the leader arrives (or completes a lone one)
+    // A lone run's block is its last; the leaders of another run's blocks arrive, and each tells its threads whether
+    // it was the last.
+    std::uint32_t last = 1;
+    if (!lone_run) {
+      std::uint32_t arrived = 0;
+      if (w.is_leader())
+        arrived =
+            protocol::atomic_ref<std::uint64_t>(c.finished.value).fetch_add(1, cuda::std::memory_order_acq_rel) + 1 ==
+                    p.participants
+                ? 1u
+                : 0u;
+      last = w.share(arrived);
+    }
+    if (last != 0) {
+      const detail::Ahead kept = detail::retire(w, rings, k, program_id, p, lone_run, clean);
       if (w.index() == 0 && w.is_leader())
         ahead = kept;
     }
-    if (w.is_leader() && detail::lone(p)) // block 0: the lone submission's publication (the others skip it)
+    if (w.is_leader() && lone_run) // block 0: the lone submission's publication (the others skip it)
       detail::publish(c, p);
     if (program_id == kStop)
       return;

@@ -108,7 +108,8 @@ public:
   __device__ std::uint32_t& held_program() { return held_; }
 
   // A fresh ResidentBlock (or LeanBlock) per run: its look-ahead must not carry over from another program. Returns
-  // interpret()'s answer.
+  // interpret()'s answer. Until its first block barrier only the leader reads what load_run's leader wrote (the
+  // view's buffers, the parameters); hold() reads none of it.
   __device__ bool run(std::uint32_t program, std::uint64_t) {
     ProgramCache& h = cache();
     if (h.program != program)
@@ -116,20 +117,19 @@ public:
     SharedStorage<THREADS>& shared = block_shared<THREADS>();
     const resident::ProgramRecord& rec = record();
     const program::RunParams& params = rec.params;
-    const bool lean = resident::runs_lean(rec);
     if (threadIdx.x == 0) {
       h.view = rec.view;
       if (h.tasks_held)
         h.view.tasks = h.tasks;
       if (h.buffers_held && rec.view.buffers == rec.table)
         h.view.buffers = h.buffers;
-      if (lean)
+      if (resident::runs_lean(rec))
         lean_shared<THREADS>().abort = 0;
       else
         init_run_shared(h.view, params, shared);
     }
-    __syncthreads(); // publishes h.view and the run's fields
-    if (lean) {
+    __syncthreads(); // publishes h.view, load_run's writes and the run's fields
+    if (resident::runs_lean(rec)) {
       if (static_cast<SyncMode>(h.view.mode) == SyncMode::sentinel)
         return run_lean<true>(h, params);
       return run_lean<false>(h, params);
@@ -143,12 +143,15 @@ public:
 private:
   __device__ ProgramCache& cache() { return *reinterpret_cast<ProgramCache*>(s_.cache); }
 
-  // Every thread: the run through the lean megakernel's Block, its instructions from the cache where held (else
-  // copied ahead from the program's as in a lean launch, the first one published by the barrier below).
+  // Every thread: the run through the lean megakernel's Block, its instructions from the cache where held (read
+  // there, nothing to publish), else copied ahead from the program's as in a lean launch, the first one published by
+  // a block barrier.
   template <bool SENTINEL> __device__ bool run_lean(const ProgramCache& h, const program::RunParams& params) {
-    LeanBlock<THREADS, SENTINEL> block = h.instrs_held != ProgramCache::kNotHeld
-                                             ? LeanBlock<THREADS, SENTINEL>(h.view, params, h.instrs, h.instrs_held)
-                                             : LeanBlock<THREADS, SENTINEL>(h.view, params);
+    if (h.instrs_held != ProgramCache::kNotHeld) {
+      LeanBlock<THREADS, SENTINEL> block(h.view, params, h.instrs, h.instrs_held);
+      return program::interpret(block);
+    }
+    LeanBlock<THREADS, SENTINEL> block(h.view, params);
     __syncthreads();
     const bool clean = program::interpret(block);
     copy_instr_wait<0>(); // no copy may still be writing shared memory when the next run begins
