@@ -6,7 +6,8 @@
 //   - launch cost: cooperative and ordinary launch of an empty kernel;
 //   - Hopper's primitives (hopper_sync_kernels.hpp): cluster barriers, a grid barrier on clusters against grid.sync
 //     at the same grid, mbarrier against __syncthreads, a hand-off through distributed shared memory, and dependent
-//     kernels on a stream, with PDL, as CUDA Graph nodes and both.
+//     kernels on a stream, with PDL, as CUDA Graph nodes and both;
+//   - the host's doorbell into the resident kernel: the round trip of a submission with nothing to run.
 #include "bench/sync_bench.hpp"
 
 #include "bench/bench_common.hpp"
@@ -15,6 +16,8 @@
 #include "bench/sync_kernels.hpp"
 #include "runtime/device.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "scheduler/percentiles.hpp"
+#include "scheduler/resident_session.hpp"
 
 #include <fmt/format.h>
 
@@ -112,6 +115,37 @@ void hopper_primitives(Report& report, int sms, int reps) {
       fmt::print("{:<28} {:8.3f} us\n", kind, us);
       report.add({{"what", "kernel_chain"}, {"kind", kind}, {"blocks", sms}, {"us_per_kernel", us}});
     }
+}
+
+// The host's doorbell into the resident kernel (ResidentSession at its default shape and idle settings): `n` pings one
+// at a time, each a submission block 0 takes from the ring and completes with nothing to run, after 200 unmeasured.
+// Last in the benchmark: while the resident kernel runs nothing else may wait for the whole device.
+void doorbell(Report& report, int n) {
+  ResidentOptions o;
+  o.backend = Backend::gpu;
+  ResidentSession rs(o);
+  rs.start();
+  for (int i = 0; i < 200; ++i)
+    rs.ping();
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i) {
+    const ResidentResult r = rs.ping();
+    us.push_back(static_cast<double>(r.seen_ns - r.submitted_ns) / 1e3);
+  }
+  const std::string shape = rs.describe();
+  rs.stop();
+  const Percentiles p = percentiles(us);
+  fmt::print(
+      "\n== host doorbell into the resident kernel (a ping: block 0 takes it and completes it), round trip, us\n");
+  fmt::print("{:>10} {:>10} {:>10} {:>10}  {}\n", "pings", "p50", "p90", "p99", shape);
+  fmt::print("{:>10} {:>10.2f} {:>10.2f} {:>10.2f}\n", n, p.p50, p.p90, p.p99);
+  report.add({{"what", "doorbell"},
+              {"kind", "ping"},
+              {"round_trips", n},
+              {"p50_us", p.p50},
+              {"p90_us", p.p90},
+              {"p99_us", p.p99},
+              {"runtime", shape}});
 }
 
 } // namespace
@@ -244,6 +278,8 @@ nlohmann::json run_sync_bench(bool quick) {
                   {"us_per_task", us}});
     }
   }
+
+  doorbell(report, args.quick ? 2000 : 10000);
   return report.rows();
 }
 

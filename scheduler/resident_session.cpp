@@ -125,10 +125,7 @@ void ResidentSession::calibrate() {
   clock_offset_ns_ = 0;
   for (int i = 0; i < 16; ++i) {
     const std::uint64_t h0 = host_ns();
-    std::unique_lock lock(mutex_);
-    const Ticket t = *post(lock, 0, {}, program::kNoTile, true, resident::kPing);
-    lock.unlock();
-    const ResidentResult r = wait(t);
+    const ResidentResult r = ping();
     const std::uint64_t h1 = r.seen_ns;
     if (h1 - h0 < best) {
       best = h1 - h0;
@@ -138,6 +135,13 @@ void ResidentSession::calibrate() {
   const std::lock_guard lock(mutex_);
   clock_offset_ns_ = offset;
   uncertainty_ns_ = best / 2;
+}
+
+ResidentResult ResidentSession::ping() {
+  std::unique_lock lock(mutex_);
+  const Ticket t = *post(lock, 0, {}, program::kNoTile, true, resident::kPing);
+  lock.unlock();
+  return wait(t);
 }
 
 void ResidentSession::stop() {

@@ -123,6 +123,10 @@ public:
   std::optional<ResidentResult> try_wait(Ticket t);
   // Waits for every submission so far and forgets their results; throws the first error among those not waited.
   void wait_all();
+  // A submission of no program, waited for: block 0 takes it from the ring and completes it, nothing runs. Its
+  // result's seen_ns - submitted_ns is the doorbell's host round trip alone. Blocks while the ring is full;
+  // RuntimeError when not running.
+  ResidentResult ping();
 
   // Program h's own buffer, after every submission so far completed (waits for them; their results stay for wait()).
   void upload(Handle h, std::string_view buffer, const HostTensor& data);

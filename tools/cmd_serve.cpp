@@ -12,6 +12,7 @@
 #include "runtime/errors.hpp"
 #include "scheduler/build_info.hpp"
 #include "scheduler/json_format.hpp"
+#include "scheduler/percentiles.hpp"
 #include "scheduler/reference_check.hpp"
 #include "scheduler/report.hpp"
 #include "scheduler/resident_session.hpp"
@@ -31,24 +32,6 @@ namespace gridflow::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Percentiles {
-  double p50 = 0, p90 = 0, p99 = 0; // us
-  std::size_t n = 0;
-};
-
-Percentiles percentiles(std::vector<double> us) {
-  Percentiles p;
-  p.n = us.size();
-  if (us.empty())
-    return p;
-  std::sort(us.begin(), us.end());
-  const auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<std::size_t>(q * us.size()))]; };
-  p.p50 = at(0.50);
-  p.p90 = at(0.90);
-  p.p99 = at(0.99);
-  return p;
-}
 
 double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();

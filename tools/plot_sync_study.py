@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -98,6 +99,8 @@ def handoffs(rows, where, out):
             bars.append((f"SM to SM: {name}", r["us_per_hop"]))
         elif r.get("what") == "kernel_chain":
             bars.append((f"kernel to kernel: {r['kind']}", r["us_per_kernel"]))
+        elif r.get("what") == "doorbell":
+            bars.append(("host to resident kernel: doorbell round trip, p50", r["p50_us"]))
     if not bars:
         return
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(bars) + 1))
@@ -106,7 +109,10 @@ def handoffs(rows, where, out):
     for i, v in enumerate(values):
         ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("us per hand-off (one way) or per dependent kernel")
+    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20) if min(values) / 2 <= t <= max(values) * 2]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("us per hand-off (one way), per dependent kernel, or per host round trip")
     ax.invert_yaxis()
     ax.set_title(f"Hand-off costs ({where}; gridflow bench sync)", fontsize=10)
     save(fig, out, "handoffs")

@@ -245,6 +245,33 @@ TEST(Resident, LoneSubmissionsInterleaveWithProgramsOnAll) {
   rs.stop();
 }
 
+TEST(Resident, PingsRoundTripInOrderBetweenRunsAndNeedARunningRuntime) {
+  ResidentSession rs(cpu_runtime(4)); // fewer slots than pings: the ring wraps
+  EXPECT_NE(error_of([&] { rs.ping(); }).find("not running"), std::string::npos);
+  rs.start();
+  const auto h = rs.add(softmax_sums(), program_options());
+  std::vector<float> x = fresh(kRows * kCols, 21), y(kRows * kCols, -7.0f), s(kRows, -7.0f);
+  const auto run = rs.submit(h, {{"x", host(x)}, {"y", host(y)}, {"s", host(s)}});
+  std::vector<ResidentResult> pings;
+  for (int i = 0; i < 10; ++i) {
+    pings.push_back(rs.ping());
+    const ResidentResult& r = pings.back();
+    EXPECT_LE(r.submitted_ns, r.published_ns) << "ping " << i;
+    EXPECT_LE(r.published_ns, r.done_ns) << "ping " << i;
+    EXPECT_LE(r.done_ns, r.seen_ns) << "ping " << i;
+    EXPECT_FALSE(r.lean_tiles);
+  }
+  // The run submitted before the pings completed before the first of them (ticket order), with a plain run's bits.
+  const ResidentResult ran = rs.wait(run);
+  EXPECT_LE(ran.done_ns, pings.front().published_ns);
+  EXPECT_LT(ran.ticket, pings.front().ticket);
+  const Expected want = plain(x, SyncMode::flags);
+  EXPECT_TRUE(same_bits(y, want.y));
+  EXPECT_TRUE(same_bits(s, want.s));
+  rs.stop();
+  EXPECT_NE(error_of([&] { rs.ping(); }).find("not running"), std::string::npos);
+}
+
 TEST(Resident, SubmissionsRunInTicketOrder) {
   // Submission i reads what submission i - 1 wrote (x of i is y of i - 1): any other order gives other bits.
   constexpr int kSteps = 12;
