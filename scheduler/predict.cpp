@@ -294,14 +294,15 @@ bool solve_features(const std::vector<Observation>& s, const std::array<bool, kF
   return true;
 }
 
-// Of the non-negative fits over subsets of the terms `allowed`, the one with the least Bayesian information criterion
-// (relative residuals), so a term is kept only where the observations vary enough to show it; nullopt when none fits.
-std::optional<Features> fit_terms(const std::vector<Observation>& s, int allowed) {
+// Of the non-negative fits over subsets of the terms `allowed` that hold every term of `required`, the one with the
+// least Bayesian information criterion (relative residuals), so a term is kept only where the observations vary
+// enough to show it; nullopt when none fits.
+std::optional<Features> fit_terms(const std::vector<Observation>& s, int allowed, int required = 0) {
   const auto n = static_cast<double>(s.size());
   double best = std::numeric_limits<double>::infinity();
   std::optional<Features> out;
   for (int mask = 1; mask < 1 << kFeatures; ++mask) {
-    if ((mask & ~allowed) != 0)
+    if ((mask & ~allowed) != 0 || (mask & required) != required)
       continue;
     std::array<bool, kFeatures> use{};
     int k = 0;
@@ -320,7 +321,12 @@ std::optional<Features> fit_terms(const std::vector<Observation>& s, int allowed
   return out;
 }
 
-// A body's cost from its samples (BodyCost's terms, fit_terms); with no fit at all, the median.
+// A body's cost from its samples (BodyCost's terms, fit_terms); with no fit at all, the median. A row op's body with
+// samples beyond the L2 keeps the DRAM term where a non-negative fit with it exists: its calibration rows beyond the
+// L2 are one or two shapes among many in it, too few for the criterion to keep the term, yet the graphs predicted
+// stream hundreds of megabytes of rows (without it the 512 MB softmaxes were costed at in-L2 rates).
+constexpr int kAllTerms = (1 << kFeatures) - 1;
+constexpr int kDramTerm = 1 << 4;
 BodyCost fit_body(const std::vector<BodySample>& s, double l2_bytes) {
   BodyCost c;
   c.samples = s.size();
@@ -332,7 +338,13 @@ BodyCost fit_body(const std::vector<BodySample>& s, double l2_bytes) {
     obs.push_back({features(x.bytes, x.passes, x.share, dram_fraction(x.task_bytes, l2_bytes)), x.ns});
     ys.push_back(x.ns);
   }
-  if (const std::optional<Features> coef = fit_terms(obs, (1 << kFeatures) - 1)) {
+  bool rows_beyond_l2 = false;
+  for (std::size_t i = 0; i < obs.size(); ++i)
+    rows_beyond_l2 = rows_beyond_l2 || (s[i].rows > 0 && obs[i].f[4] > 0);
+  std::optional<Features> coef = rows_beyond_l2 ? fit_terms(obs, kAllTerms, kDramTerm) : std::nullopt;
+  if (!coef)
+    coef = fit_terms(obs, kAllTerms);
+  if (coef) {
     const Features& k = *coef;
     c.fixed_ns = k[0], c.ns_per_row = k[1], c.ns_per_byte = k[2], c.ns_per_shared_byte = k[3],
     c.ns_per_dram_byte = k[4];
