@@ -264,8 +264,8 @@ GRIDFLOW_HOST_DEVICE std::uint64_t participants_of(Worker& w, const Rings& rings
 }
 
 // Block 0's leader: wait for submission k (after k - 1 retired) and work out what running and publishing it needs:
-// the doorbell, the blocks that run it, the run's epoch and barrier base, the time it was taken. Nothing is written
-// (publish_taken does that once every thread of block 0 has the doorbell).
+// the doorbell, the blocks that run it, the run's epoch and barrier base, the time it was taken. Nothing is written:
+// publish_taken does that (serve: at once without a payload, after copy_payload with one).
 template <class Worker>
 GRIDFLOW_HOST_DEVICE Published take(Worker& w, const Rings& rings, std::uint64_t k, const Ahead& ahead) {
   Control& c = *rings.control;

@@ -321,12 +321,13 @@ std::optional<Features> fit_terms(const std::vector<Observation>& s, int allowed
   return out;
 }
 
+constexpr int kAllTerms = (1 << kFeatures) - 1;
+constexpr int kDramTerm = 1 << 4; // bytes x share x dram fraction (features)
+
 // A body's cost from its samples (BodyCost's terms, fit_terms); with no fit at all, the median. A row op's body with
 // samples beyond the L2 keeps the DRAM term where a non-negative fit with it exists: its calibration rows beyond the
-// L2 are one or two shapes among many in it, too few for the criterion to keep the term, yet the graphs predicted
-// stream hundreds of megabytes of rows (without it the 512 MB softmaxes were costed at in-L2 rates).
-constexpr int kAllTerms = (1 << kFeatures) - 1;
-constexpr int kDramTerm = 1 << 4;
+// L2 are one or two shapes among many in it, too few for the criterion to keep the term, yet graphs that stream
+// hundreds of megabytes of rows run at the DRAM's rate, not the L2's.
 BodyCost fit_body(const std::vector<BodySample>& s, double l2_bytes) {
   BodyCost c;
   c.samples = s.size();
@@ -334,13 +335,13 @@ BodyCost fit_body(const std::vector<BodySample>& s, double l2_bytes) {
     return c;
   std::vector<Observation> obs;
   std::vector<double> ys;
-  for (const BodySample& x : s) {
-    obs.push_back({features(x.bytes, x.passes, x.share, dram_fraction(x.task_bytes, l2_bytes)), x.ns});
-    ys.push_back(x.ns);
-  }
   bool rows_beyond_l2 = false;
-  for (std::size_t i = 0; i < obs.size(); ++i)
-    rows_beyond_l2 = rows_beyond_l2 || (s[i].rows > 0 && obs[i].f[4] > 0);
+  for (const BodySample& x : s) {
+    const double dram = dram_fraction(x.task_bytes, l2_bytes);
+    obs.push_back({features(x.bytes, x.passes, x.share, dram), x.ns});
+    ys.push_back(x.ns);
+    rows_beyond_l2 = rows_beyond_l2 || (x.rows > 0 && dram > 0);
+  }
   std::optional<Features> coef = rows_beyond_l2 ? fit_terms(obs, kAllTerms, kDramTerm) : std::nullopt;
   if (!coef)
     coef = fit_terms(obs, kAllTerms);
