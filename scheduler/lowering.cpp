@@ -424,17 +424,21 @@ TaskDesc describe_task(const Graph& graph, const Analysis& a, std::uint32_t gi, 
   return d;
 }
 
-// Whether whole-range reduce `d` can be cut into lean partial tiles (runtime/tiles.hpp: lean_partials): more
-// elements than one lean row (fewer run as that row already), at most one lean row of partials, not argmax.
-bool lean_partials_fit(const TaskDesc& d, std::int64_t lean_cols) {
-  return d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) &&
-         d.fn != static_cast<std::uint32_t>(ReduceFn::argmax) && d.cols > lean_cols && d.cols <= lean_cols * lean_cols;
+// Whether whole-range reduce `d` can be cut into lean partial tiles: more elements than one lean row (fewer run as
+// that row already), and lean_partials (runtime/tiles.hpp) holds once it is cut.
+bool lean_partials_fit(const TaskDesc& d, std::int64_t lean_cols, int threads) {
+  if (d.opcode != static_cast<std::uint32_t>(Opcode::reduce_all) || d.cols <= lean_cols)
+    return false;
+  TaskDesc cut = d;
+  cut.tile_size = lean_cols;
+  cut.num_tiles = static_cast<std::uint32_t>(std::min<std::int64_t>(ceil_div(d.cols, lean_cols), kMaxTiles));
+  return program::lean_partials(cut, threads);
 }
 
 // A program of lean row tiles beside its whole-range reduces gets the reduces as lean partial tiles, so the lean
-// megakernel runs all of it (a reduce beside them would otherwise send every tile through the general megakernel);
-// in any other program, a program of reduces alone among them, they keep their streamed tiles (tile_size_for), which
-// move more bytes per tile.
+// megakernel runs all of it (a reduce beside them would otherwise send every tile through the general megakernel).
+// In any other program, and in one of such reduces alone, they keep their streamed tiles (tile_size_for), which move
+// more bytes per tile.
 void cut_lean_partials(std::vector<TaskDesc>& tasks, const LoweringOptions& o) {
   if (!o.tiles.lean_partials)
     return;
@@ -442,7 +446,7 @@ void cut_lean_partials(std::vector<TaskDesc>& tasks, const LoweringOptions& o) {
   const std::int64_t lean_cols = kernels::lean_max_cols(threads);
   bool reduces = false, rows = false;
   for (const TaskDesc& d : tasks) {
-    if (lean_partials_fit(d, lean_cols))
+    if (lean_partials_fit(d, lean_cols, threads))
       reduces = true;
     else if (program::lean_rows(d, threads))
       rows = true;
@@ -451,7 +455,7 @@ void cut_lean_partials(std::vector<TaskDesc>& tasks, const LoweringOptions& o) {
   }
   if (reduces && rows)
     for (TaskDesc& d : tasks)
-      if (lean_partials_fit(d, lean_cols))
+      if (lean_partials_fit(d, lean_cols, threads))
         d.tile_size = lean_cols;
 }
 
