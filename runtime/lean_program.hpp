@@ -1,8 +1,7 @@
 // The lean megakernel's program: one 64-byte instruction per tile with everything its run needs resolved on the host
 // (the task's opcode, flags and shape, the tile's first input and output addresses, its dependency list, its level),
 // so a block's loop reads one record per tile, prefetched a tile ahead, and nothing else of the program. Built by the
-// executors from a LoweredProgram whose every task runs as lean tiles (lean_tiles, runtime/tiles.hpp): lean row tiles,
-// and lean partial tiles of a whole-range reduce (one row of its elements, `out` the task's value).
+// executors from a LoweredProgram whose every task runs as lean row tiles (lean_rows, runtime/tiles.hpp).
 #pragma once
 
 #include "runtime/lowered_program.hpp"
@@ -14,7 +13,7 @@
 namespace gridflow::program {
 
 struct alignas(16) TileInstr {
-  std::uint32_t opcode = 0;    // Opcode (a row op, or reduce_all as lean partials)
+  std::uint32_t opcode = 0;    // Opcode (a row op)
   std::uint32_t flags = 0;     // the task's TaskFlag bits and, for this tile, kForwardInput
   std::uint32_t fn = 0;        // ReduceFn or ScanFn
   std::uint32_t dtype = 0;     // DType of the input
@@ -35,7 +34,7 @@ static_assert(sizeof(TileInstr) == 64 && alignof(TileInstr) == 16);
 
 namespace gridflow {
 
-// Whether the lean megakernel can run `program` at `threads` per block: every task runs as lean tiles.
+// Whether the lean megakernel can run `program` at `threads` per block: every task a row op run as lean row tiles.
 bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 
 // One instruction per global tile (dynamic claims), and one per static list entry in list order (static claims:
@@ -51,9 +50,8 @@ bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 // closing barrier and signal, so the lean megakernel runs it without the claim's descriptor checks and the wait: it
 // waits for nothing (no dependency left after elision), polls nothing, writes no sentinel-mode output, and is one
 // full row (lean_max_cols(threads) columns) of 16-byte groups, so its body takes the path without row loop, column
-// or alignment tests; never a lean partial tile (its arrival and fold are protocol). Everything it reads and writes is
-// the instruction's own (`in`, `out`), as for every lean tile; what it publishes (kSignalTiles, kSignalCounter) it
-// publishes after its closing barrier, as every tile does.
+// or alignment tests. Everything it reads and writes is the instruction's own (`in`, `out`), as for every lean tile;
+// what it publishes (kSignalTiles, kSignalCounter) it publishes after its closing barrier, as every tile does.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 

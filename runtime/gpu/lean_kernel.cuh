@@ -187,9 +187,7 @@ public:
   __device__ __forceinline__ bool execute(std::uint32_t tile) {
     LeanShared<THREADS>& s = lean_shared<THREADS>();
     const program::TileInstr& in = cur_;
-    const bool partial = in.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all);
-    if (in.tile != tile || in.in == 0 || in.out == 0 || (partial && in.task >= v_.num_tasks)) {
-      // an entry out of step with its instruction, a bad buffer, a partial of no task
+    if (in.tile != tile || in.in == 0 || in.out == 0) { // an entry out of step with its instruction, a bad buffer
       if (threadIdx.x == 0)
         program::raise_bad_descriptor(v_, blockIdx.x, tile,
                                       static_cast<std::uint32_t>(program::DescriptorField::buffer));
@@ -205,18 +203,15 @@ public:
       __syncwarp();
       site = &s.site[warp];
     }
-    const LeanTile t{
-        in.opcode,
-        in.fn,
-        in.dtype,
-        in.flags,
-        reinterpret_cast<const void*>(in.in),
-        reinterpret_cast<void*>(in.out),
-        static_cast<int>(in.rows),
-        static_cast<int>(in.cols),
-        static_cast<int>(in.out_stride),
-        partial ? lean_partials_of(v_.state, v_.tasks[in.task], in.tile - v_.tasks[in.task].first_tile, r_.epoch)
-                : LeanPartials{}};
+    const LeanTile t{in.opcode,
+                     in.fn,
+                     in.dtype,
+                     in.flags,
+                     reinterpret_cast<const void*>(in.in),
+                     reinterpret_cast<void*>(in.out),
+                     static_cast<int>(in.rows),
+                     static_cast<int>(in.cols),
+                     static_cast<int>(in.out_stride)};
     lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_);
     if (!(in.flags & program::kCloseBarrier))
       return true; // no poll (else the barrier is asked for), so no abort from this body
