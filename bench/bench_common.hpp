@@ -104,6 +104,7 @@ inline std::vector<Variant> config_variants() {
       {"general megakernel", [](SessionOptions& o) { o.exec.lean_kernel = false; }},
       {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
       {"no plain tiles", [](SessionOptions& o) { o.exec.plain_tiles = false; }},
+      {"no lean partials", [](SessionOptions& o) { o.tiles.lean_partials = false; }},
       {"dynamic schedule", [](SessionOptions& o) { o.schedule = Schedule::dynamic; }},
       {"sentinel", [](SessionOptions& o) { o.mode = SyncMode::sentinel; }},
       {"barrier", [](SessionOptions& o) { o.mode = SyncMode::barrier; }},

@@ -2,6 +2,7 @@
 
 #include "runtime/arena.hpp"
 #include "runtime/cpu_ops.hpp"
+#include "runtime/forwarding.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 
@@ -12,13 +13,20 @@ namespace gridflow::cpu {
 
 namespace {
 
-// The words of one row of a tile's input (`input`) or output view, for the forwarding check.
-std::span<const std::uint32_t> row_words(const program::ProgramView& v, std::uint32_t tile, bool input) {
+// The words a forwarded tile takes from registers: its input row (forwarded_input).
+std::span<const std::uint32_t> input_words(const program::ProgramView& v, std::uint32_t tile) {
+  const program::TaskDesc& t = v.tasks[v.tiles[tile].task];
+  const ForwardedInput in = forwarded_input(t, v.tiles[tile].index);
+  const auto* base = static_cast<const std::uint32_t*>(v.buffers[t.in_buffer]);
+  return {base + in.first, static_cast<std::size_t>(in.count)};
+}
+
+// The words of the row a forwarding source tile (a one-row tile writing whole rows) wrote.
+std::span<const std::uint32_t> output_words(const program::ProgramView& v, std::uint32_t tile) {
   const program::TaskDesc& t = v.tasks[v.tiles[tile].task];
   const program::ItemRange rows = program::tile_items(t, v.tiles[tile].index);
-  const auto* base = static_cast<const std::uint32_t*>(v.buffers[input ? t.in_buffer : t.out_buffer]);
-  const std::int64_t first = (input ? t.in_offset : t.out_offset) + rows.begin * t.cols;
-  return {base + first, static_cast<std::size_t>(t.cols)};
+  const auto* base = static_cast<const std::uint32_t*>(v.buffers[t.out_buffer]);
+  return {base + t.out_offset + rows.begin * t.cols, static_cast<std::size_t>(t.cols)};
 }
 
 } // namespace
@@ -29,21 +37,20 @@ ForwardPlan forward_plan(const LoweredProgram& p) {
     return f;
   f.source.assign(p.tiles.size(), program::kNoTile);
   f.feeds.assign(p.tiles.size(), 0);
-  for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b)
-    for (std::uint32_t i = p.block_begin[b] + 1; i < p.block_begin[b + 1]; ++i) {
-      const std::uint32_t g = p.block_tiles[i], prev = p.block_tiles[i - 1];
-      if (g < p.tiles.size() && prev < p.tiles.size() && p.forwarded[g]) {
-        f.source[g] = prev;
-        f.feeds[prev] = 1;
-      }
+  for_each_forward_source(p, [&](std::uint32_t i, std::uint32_t source) {
+    const std::uint32_t g = p.block_tiles[i];
+    if (p.forwarded[g]) {
+      f.source[g] = p.block_tiles[source];
+      f.feeds[p.block_tiles[source]] = 1;
     }
+  });
   return f;
 }
 
 bool CpuBlock::execute(std::uint32_t tile) {
   if (!forward_.empty() && forward_.source[tile] != program::kNoTile) {
-    const std::span<const std::uint32_t> now = row_words(v_, tile, true);
-    if (last_tile_ != forward_.source[tile] || !std::equal(now.begin(), now.end(), kept_.begin(), kept_.end())) {
+    const std::span<const std::uint32_t> now = input_words(v_, tile);
+    if (last_row_tile_ != forward_.source[tile] || !std::equal(now.begin(), now.end(), kept_.begin(), kept_.end())) {
       program::ErrorRecord e;
       e.code = static_cast<std::uint32_t>(program::ErrorCode::forward_mismatch);
       e.block = index_;
@@ -55,10 +62,11 @@ bool CpuBlock::execute(std::uint32_t tile) {
   }
   const bool ok = execute_tile(v_, r_, index_, tile);
   if (ok && !forward_.empty() && forward_.feeds[tile]) {
-    const std::span<const std::uint32_t> out = row_words(v_, tile, false);
+    const std::span<const std::uint32_t> out = output_words(v_, tile);
     kept_.assign(out.begin(), out.end());
   }
-  last_tile_ = tile;
+  if (!keeps_forwarded_row(v_.tasks[v_.tiles[tile].task]))
+    last_row_tile_ = tile;
   return ok;
 }
 

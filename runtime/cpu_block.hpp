@@ -13,8 +13,9 @@ namespace gridflow::cpu {
 // On-chip forwarding as the CPU checks it: which tile each forwarded tile takes its input from, and which tiles'
 // outputs are taken.
 struct ForwardPlan {
-  std::vector<std::uint32_t> source; // per tile: its list predecessor when forwarded, else kNoTile
-  std::vector<std::uint8_t> feeds;   // per tile: some forwarded tile takes its output
+  std::vector<std::uint32_t>
+      source; // per tile: the tile it takes its row from when forwarded (forwarding.hpp), else kNoTile
+  std::vector<std::uint8_t> feeds; // per tile: some forwarded tile takes its output
   bool empty() const { return source.empty(); }
 };
 
@@ -36,7 +37,8 @@ public:
   std::uint32_t smid() const { return index_; }
   void stage(std::uint32_t, const program::TileDesc&, std::uint32_t) {}
   // Runs the tile. A forwarded tile first checks what the GPU's lean megakernel relies on: its input row is, bit for
-  // bit, what this block's previous tile wrote (the lowering's forwarding decision, checked on every CPU run).
+  // bit, what this block's last tile to write whole rows wrote, and that tile is its source (the lowering's
+  // forwarding decision, checked on every CPU run).
   bool execute(std::uint32_t tile);
   void fill_sentinels();
   // Both level modes use gridflow's barrier on the CPU (cooperative_groups exists only on the GPU).
@@ -47,8 +49,8 @@ private:
   const program::RunParams& r_;
   std::uint32_t index_;
   const ForwardPlan& forward_;
-  std::uint32_t last_tile_ = program::kNoTile;
-  std::vector<std::uint32_t> kept_; // the output row of the last tile a forwarded tile takes
+  std::uint32_t last_row_tile_ = program::kNoTile; // the last tile run that wrote whole rows (forwarding.hpp)
+  std::vector<std::uint32_t> kept_;                // the output row of the last tile a forwarded tile takes
 };
 
 } // namespace gridflow::cpu

@@ -6,9 +6,16 @@ namespace gridflow {
 
 bool lean_program(const LoweredProgram& p, std::uint32_t threads) {
   for (const program::TaskDesc& t : p.tasks)
-    if (!program::lean_rows(t, static_cast<int>(threads)))
+    if (!program::lean_tiles(t, static_cast<int>(threads)))
       return false;
   return !p.tasks.empty();
+}
+
+bool resident_lean_program(const LoweredProgram& p, std::uint32_t threads) {
+  for (const program::TaskDesc& t : p.tasks)
+    if (program::lean_partials(t, static_cast<int>(threads)))
+      return false;
+  return lean_program(p, threads);
 }
 
 namespace {
@@ -39,6 +46,15 @@ program::TileInstr instr_of(const LoweredProgram& p, std::uint32_t tile, const s
       return 0; // a bad buffer index: the kernel reports it (tile's buffers null)
     return reinterpret_cast<std::uint64_t>(static_cast<unsigned char*>(bases[buffer]) + 4 * element);
   };
+  if (t.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all)) {
+    // A lean partial tile: one row of its elements; the output is the task's one value (its last arriver writes it).
+    in.rows = 1;
+    in.cols = static_cast<std::uint32_t>(rows.size());
+    in.out_stride = 1;
+    in.in = address(t.in_buffer, t.in_offset + rows.begin);
+    in.out = address(t.out_buffer, t.out_offset);
+    return in;
+  }
   in.in = address(t.in_buffer, t.in_offset + rows.begin * t.cols);
   in.out = address(t.out_buffer, t.out_offset + rows.begin * program::output_per_item(t));
   return in;
@@ -64,7 +80,8 @@ bool needs_close_barrier(const program::TileInstr& tile, const program::TileInst
 
 bool plain_tile(const LoweredProgram& p, const program::TileInstr& tile) {
   constexpr std::uint32_t kProtocol = program::kPollInputs | program::kSentinelOutput;
-  if (tile.tile >= p.tiles.size() || tile.task >= p.tasks.size() || (tile.flags & kProtocol) || tile.dep_count != 0)
+  if (tile.tile >= p.tiles.size() || tile.task >= p.tasks.size() || (tile.flags & kProtocol) || tile.dep_count != 0 ||
+      tile.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all)) // a partial's protocol is not plain
     return false;
   const bool whole_rows_out = tile.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_rows);
   const bool aligned = tile.in % 16 == 0 && tile.in != 0 && tile.out != 0 &&

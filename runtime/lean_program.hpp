@@ -1,7 +1,8 @@
 // The lean megakernel's program: one 64-byte instruction per tile with everything its run needs resolved on the host
 // (the task's opcode, flags and shape, the tile's first input and output addresses, its dependency list, its level),
 // so a block's loop reads one record per tile, prefetched a tile ahead, and nothing else of the program. Built by the
-// executors from a LoweredProgram whose every task runs as lean row tiles (lean_rows, runtime/tiles.hpp).
+// executors from a LoweredProgram whose every task runs as lean tiles (lean_tiles, runtime/tiles.hpp): lean row tiles,
+// and lean partial tiles of a whole-range reduce (one row of its elements, `out` the task's value).
 #pragma once
 
 #include "runtime/lowered_program.hpp"
@@ -13,7 +14,7 @@
 namespace gridflow::program {
 
 struct alignas(16) TileInstr {
-  std::uint32_t opcode = 0;    // Opcode (a row op)
+  std::uint32_t opcode = 0;    // Opcode (a row op, or reduce_all as lean partials)
   std::uint32_t flags = 0;     // the task's TaskFlag bits and, for this tile, kForwardInput
   std::uint32_t fn = 0;        // ReduceFn or ScanFn
   std::uint32_t dtype = 0;     // DType of the input
@@ -34,8 +35,14 @@ static_assert(sizeof(TileInstr) == 64 && alignof(TileInstr) == 16);
 
 namespace gridflow {
 
-// Whether the lean megakernel can run `program` at `threads` per block: every task a row op run as lean row tiles.
+// Whether the lean megakernel can run `program` at `threads` per block: every task runs as lean tiles.
 bool lean_program(const LoweredProgram& program, std::uint32_t threads);
+
+// Whether the resident kernel's lean path can run `program` at `threads` per block: lean_program, and no task runs as
+// lean partial tiles. That path is compiled without them (runtime/gpu/resident_kernel.cuh: the lean Block inlined
+// beside the interpreter with their arrival and fold under every access policy is more than ptxas compiles in bounded
+// memory), so such a program runs the resident interpreter, which runs lean partial tiles out of line.
+bool resident_lean_program(const LoweredProgram& program, std::uint32_t threads);
 
 // One instruction per global tile (dynamic claims), and one per static list entry in list order (static claims:
 // empty without lists). `bases[b]` is buffer b's address in the executor's memory.
@@ -50,8 +57,9 @@ bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 // closing barrier and signal, so the lean megakernel runs it without the claim's descriptor checks and the wait: it
 // waits for nothing (no dependency left after elision), polls nothing, writes no sentinel-mode output, and is one
 // full row (lean_max_cols(threads) columns) of 16-byte groups, so its body takes the path without row loop, column
-// or alignment tests. Everything it reads and writes is the instruction's own (`in`, `out`), as for every lean tile;
-// what it publishes (kSignalTiles, kSignalCounter) it publishes after its closing barrier, as every tile does.
+// or alignment tests; never a lean partial tile (its arrival and fold are protocol). Everything it reads and writes is
+// the instruction's own (`in`, `out`), as for every lean tile; what it publishes (kSignalTiles, kSignalCounter) it
+// publishes after its closing barrier, as every tile does.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 

@@ -120,8 +120,9 @@ struct alignas(16) ProgramRecord {
 };
 
 // Whether a run of `r` (its buffers set for the submission: load_run) goes through the lean tile path: the program has
-// the lean megakernel's instructions (GPU, every task a lean row tile: runtime/lean_program.hpp) and the run is over
-// the program's own buffers, whose addresses those instructions hold. Any other run takes the general interpreter.
+// the lean megakernel's instructions (GPU, every task a lean row tile: runtime/lean_program.hpp, resident_lean_program)
+// and the run is over the program's own buffers, whose addresses those instructions hold. Any other run takes the
+// general interpreter.
 GRIDFLOW_HOST_DEVICE bool runs_lean(const ProgramRecord& r) {
   return r.view.tile_instrs != nullptr && r.view.buffers == r.table;
 }

@@ -74,6 +74,22 @@ GRIDFLOW_HOST_DEVICE bool lean_rows(const TaskDesc& t, int threads) {
          t.tile_size <= kernels::kLeanMaxTileRows;
 }
 
+// True when the task is a whole-range reduce cut into lean partial tiles: tiles of lean_max_cols(threads) elements
+// (the last one shorter), each one lean row whose value goes to the task's partials, at most lean_max_cols(threads)
+// of them, which the last arriving tile folds as one more lean row (runtime/gpu/lean_ops.cuh: lean_partial). Not
+// argmax (a partial would need its index too). Both megakernels run them with that body.
+GRIDFLOW_HOST_DEVICE bool lean_partials(const TaskDesc& t, int threads) {
+  const long long cols = kernels::lean_max_cols(threads);
+  return t.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) &&
+         t.fn != static_cast<std::uint32_t>(ReduceFn::argmax) && t.tile_size == cols && t.num_tiles >= 1 &&
+         t.num_tiles <= cols;
+}
+
+// True when the task's tiles are lean (lean rows or lean partials): what the lean megakernel runs.
+GRIDFLOW_HOST_DEVICE bool lean_tiles(const TaskDesc& t, int threads) {
+  return lean_rows(t, threads) || lean_partials(t, threads);
+}
+
 // Scatter scratch: `num_tiles` count rows of `param` i32 bins, then (from this byte offset, line-aligned) one
 // 64-bit ready word per tile.
 GRIDFLOW_HOST_DEVICE std::uint64_t scatter_ready_words_offset(const TaskDesc& t) {

@@ -3,6 +3,7 @@
 #include "kernels/counting.hpp"
 #include "kernels/tile_shapes.hpp"
 #include "runtime/checked_math.hpp"
+#include "runtime/forwarding.hpp"
 #include "runtime/lean_program.hpp"
 #include "runtime/op_traits.hpp"
 #include "runtime/protocol.hpp"
@@ -255,10 +256,12 @@ void elide_local_dependencies(LoweredProgram& p) {
     p.local_begin.clear();
 }
 
-// On-chip forwarding (static schedule): tile g reads exactly the row the tile before it on its block's list wrote,
-// and that tile's task is g's task's only producer (its only RAW dependency), so nothing else wrote the row between
-// them: the lean megakernel keeps the row in registers instead of reading it back. Both are lean row tiles of one row
-// and the same columns, the producer writing whole rows (not a row reduction).
+// On-chip forwarding (static schedule): tile g reads exactly the row that the latest tile before it on its block's
+// list to write whole rows wrote (runtime/forwarding.hpp: entries between that write none leave it in registers), and
+// that tile's task is g's task's only producer (its only RAW dependency), so nothing else wrote the row between them:
+// the lean megakernel keeps the row in registers instead of reading it back. The producer is a lean row tile of one
+// row writing whole rows; the consumer a lean row tile of one row and the same columns, or a lean partial tile whose
+// elements are that row.
 void assign_forwarding(LoweredProgram& p, const Analysis& a) {
   p.forwarded.clear();
   if (p.block_begin.empty())
@@ -275,25 +278,25 @@ void assign_forwarding(LoweredProgram& p, const Analysis& a) {
       }
     return raw == 1 && found;
   };
-  for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
-    for (std::uint32_t i = p.block_begin[b] + 1; i < p.block_begin[b + 1]; ++i) {
-      const std::uint32_t g = p.block_tiles[i], prev = p.block_tiles[i - 1];
-      const TileDesc& ct = p.tiles[g];
-      const TileDesc& pt = p.tiles[prev];
-      const TaskDesc& c = p.tasks[ct.task];
-      const TaskDesc& pr = p.tasks[pt.task];
-      if (!program::lean_rows(c, threads) || !program::lean_rows(pr, threads) ||
-          program::op_has(program::kOnePerItemOps, pr.opcode) || c.cols != pr.cols || c.in_buffer != pr.out_buffer)
-        continue;
-      const program::ItemRange cr = program::tile_items(c, ct.index), pr_rows = program::tile_items(pr, pt.index);
-      if (cr.size() != 1 || pr_rows.size() != 1)
-        continue;
-      if (c.in_offset + cr.begin * c.cols != pr.out_offset + pr_rows.begin * pr.cols)
-        continue;
-      if (!one_raw_producer(c, pr.graph_task))
-        continue;
-      p.forwarded[g] = 1;
-    }
+  for_each_forward_source(p, [&](std::uint32_t i, std::uint32_t source) {
+    const std::uint32_t g = p.block_tiles[i], prev = p.block_tiles[source];
+    const TileDesc& ct = p.tiles[g];
+    const TileDesc& pt = p.tiles[prev];
+    const TaskDesc& c = p.tasks[ct.task];
+    const TaskDesc& pr = p.tasks[pt.task];
+    const bool row =
+        program::lean_rows(c, threads) && c.cols == pr.cols && program::tile_items(c, ct.index).size() == 1;
+    if (!(row || program::lean_partials(c, threads)) || !program::lean_rows(pr, threads) ||
+        program::op_has(program::kOnePerItemOps, pr.opcode) || c.in_buffer != pr.out_buffer)
+      return;
+    const program::ItemRange pr_rows = program::tile_items(pr, pt.index);
+    const ForwardedInput in = forwarded_input(c, ct.index);
+    if (pr_rows.size() != 1 || in.count != pr.cols || in.first != pr.out_offset + pr_rows.begin * pr.cols)
+      return;
+    if (!one_raw_producer(c, pr.graph_task))
+      return;
+    p.forwarded[g] = 1;
+  });
 }
 
 } // namespace
@@ -421,16 +424,56 @@ TaskDesc describe_task(const Graph& graph, const Analysis& a, std::uint32_t gi, 
   return d;
 }
 
+// Whether whole-range reduce `d` can be cut into lean partial tiles: more elements than one lean row (fewer run as
+// that row already), and lean_partials (runtime/tiles.hpp) holds once it is cut.
+bool lean_partials_fit(const TaskDesc& d, std::int64_t lean_cols, int threads) {
+  if (d.opcode != static_cast<std::uint32_t>(Opcode::reduce_all) || d.cols <= lean_cols)
+    return false;
+  TaskDesc cut = d;
+  cut.tile_size = lean_cols;
+  cut.num_tiles = static_cast<std::uint32_t>(std::min<std::int64_t>(ceil_div(d.cols, lean_cols), kMaxTiles));
+  return program::lean_partials(cut, threads);
+}
+
+// A program of lean row tiles beside its whole-range reduces gets the reduces as lean partial tiles, so the lean
+// megakernel runs all of it (a reduce beside them would otherwise send every tile through the general megakernel).
+// In any other program, and in one of such reduces alone, they keep their streamed tiles (tile_size_for), which move
+// more bytes per tile.
+void cut_lean_partials(std::vector<TaskDesc>& tasks, const LoweringOptions& o) {
+  if (!o.tiles.lean_partials)
+    return;
+  const int threads = static_cast<int>(o.threads_per_block);
+  const std::int64_t lean_cols = kernels::lean_max_cols(threads);
+  bool reduces = false, rows = false;
+  for (const TaskDesc& d : tasks) {
+    if (lean_partials_fit(d, lean_cols, threads))
+      reduces = true;
+    else if (program::lean_rows(d, threads))
+      rows = true;
+    else
+      return;
+  }
+  if (reduces && rows)
+    for (TaskDesc& d : tasks)
+      if (lean_partials_fit(d, lean_cols, threads))
+        d.tile_size = lean_cols;
+}
+
 // Step 1: the tasks in topological order, each cut into tiles (at most kMaxTiles in all); returns each graph
 // task's device task.
 std::vector<std::uint32_t> lower_tasks(const Graph& graph, const Analysis& a, const LoweringOptions& o,
                                        LoweredProgram& p) {
   const std::size_t n = graph.tasks().size();
   std::vector<std::uint32_t> device_of(n);
+  std::vector<TaskDesc> described;
+  described.reserve(n);
+  for (std::uint32_t pos = 0; pos < n; ++pos)
+    described.push_back(describe_task(graph, a, a.order[pos], o));
+  cut_lean_partials(described, o);
   std::uint64_t tiles_total = 0;
   for (std::uint32_t pos = 0; pos < n; ++pos) {
     const std::uint32_t gi = a.order[pos];
-    TaskDesc d = describe_task(graph, a, gi, o);
+    TaskDesc& d = described[pos];
     std::int64_t tiles = ceil_div(program::task_items(d), std::max<std::int64_t>(d.tile_size, 1));
     // Ops that write something even for an empty input (a value, zero counts, a zero count) need a tile.
     if (program::op_has(program::kEmptyWriterOps, d.opcode))

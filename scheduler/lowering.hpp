@@ -46,6 +46,9 @@ struct TilePolicy {
   // 256 threads x 16 items x 8 chunks x 4 B = 34 MB of the H200's 50 MB (the best of 1, 2, 4 and 8 measured).
   std::uint32_t scan_chunks_per_tile = 8;
   std::int64_t max_tile_elements = std::int64_t{1} << 22; // cap for reduce_all and map tiles
+  // Whole-range reduces beside lean row tiles as lean partial tiles, so the lean megakernel runs the program
+  // (runtime/tiles.hpp: lean_partials); off: they keep their streamed tiles, on the general megakernel.
+  bool lean_partials = true;
 
   // One target for every row-op tile, short softmax rows included (--row-tile-elements, tests, benchmarks).
   void set_row_tile_elements(std::int64_t elements) { row_tile_elements = short_softmax_tile_elements = elements; }

@@ -442,6 +442,8 @@ std::string body_key(const TaskDesc& t, std::uint32_t threads, bool lean) {
     key += program::lean_rows(t, static_cast<int>(threads)) ? "/lean-rows"
            : t.cols <= kernels::kShortRowMaxCols            ? "/short-rows"
                                                             : "/long-rows";
+  else if (program::lean_partials(t, static_cast<int>(threads)))
+    key += "/lean-partials";
   if (t.flags & program::kPollInputs)
     key += "/poll";
   if (lean)
@@ -720,11 +722,17 @@ std::vector<Graph> calibration_graphs() {
     g.softmax("softmax_c", "c", "q"); // a softmax of a produced buffer (polled in sentinel mode)
     graphs.push_back(std::move(g));
   }
-  // Chains of small row ops, one buffer per op: alone (the lean megakernel's programs on the GPU), and beside a
-  // whole-view reduce with a row reduce at the end (the same lean row tiles on the general megakernel).
+  // Chains of small row ops, one buffer per op: alone (the lean megakernel's programs on the GPU), with a whole-view
+  // sum of every few links (lean partial tiles, still the lean megakernel), and beside a whole-view argmax with a
+  // row reduce at the end (the same lean row tiles on the general megakernel).
+  enum class Beside { nothing, sums, general };
   for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{40, 1024}, {128, 256}})
-    for (bool general : {false, true}) {
-      Graph g(fmt::format("calibrate-row-chain-{}x{}{}", rows, cols, general ? "-general" : ""));
+    for (Beside beside : {Beside::nothing, Beside::sums, Beside::general}) {
+      const bool general = beside == Beside::general;
+      Graph g(fmt::format("calibrate-row-chain-{}x{}{}", rows, cols,
+                          general                  ? "-general"
+                          : beside == Beside::sums ? "-sums"
+                                                   : ""));
       g.add_buffer("b0", DType::f32, {rows, cols}, InitUniform{-2, 2, 6});
       constexpr int kOps = 24;
       for (int k = 1; k <= kOps; ++k) {
@@ -734,11 +742,15 @@ std::vector<Graph> calibration_graphs() {
           g.softmax(fmt::format("softmax{}", k), in, out);
         else
           g.scan(fmt::format("scan{}", k), in, out, ScanFn::max, false, Axis::row);
+        if (beside == Beside::sums && k % 4 == 0) {
+          g.add_buffer(fmt::format("sum{}", k), DType::f32, {1});
+          g.reduce(fmt::format("sum{}", k), out, fmt::format("sum{}", k), ReduceFn::sum);
+        }
       }
       if (general) {
-        g.add_buffer("total", DType::f32, {1});
+        g.add_buffer("total", DType::i32, {1});
         g.add_buffer("row_sums", DType::f32, {rows});
-        g.reduce("total", "b0", "total", ReduceFn::sum);
+        g.reduce("total", "b0", "total", ReduceFn::argmax); // not lean partials (an argmax's partial needs its index)
         g.reduce("row_sums", fmt::format("b{}", kOps), "row_sums", ReduceFn::sum, Axis::row);
       }
       graphs.push_back(std::move(g));

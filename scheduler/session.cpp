@@ -60,6 +60,8 @@ std::string describe(const SessionOptions& o) {
   s += fmt::format(" tiles(reduce_min={} row_elems={} short_softmax_elems={} waves={} scan_items={} scan_chunks={})",
                    o.tiles.reduce_min_tile, o.tiles.row_tile_elements, o.tiles.short_softmax_tile_elements,
                    o.tiles.waves, o.tiles.scan_items_per_thread, o.tiles.scan_chunks_per_tile);
+  if (!o.tiles.lean_partials)
+    s += " lean_partials=off";
   return s;
 }
 

@@ -18,7 +18,7 @@ namespace {
 template <int THREADS> std::int64_t streamed_bytes(const program::TaskDesc& t) {
   const std::int64_t tile_bytes = t.tile_size * program::input_per_item(t) * 4;
   const std::int64_t row_bytes = t.cols * 4;
-  if (program::lean_rows(t, THREADS)) // the lean bodies read and write directly
+  if (program::lean_tiles(t, THREADS)) // the lean bodies read and write directly
     return 0;
   switch (static_cast<program::Opcode>(t.opcode)) {
   case program::Opcode::reduce_all:

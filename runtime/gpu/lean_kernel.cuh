@@ -68,8 +68,10 @@ __device__ __forceinline__ program::TileInstr load_instr(const program::TileInst
 }
 
 // Every member is force-inlined: interpret() and the body then compile into one function whose state stays in
-// registers (a call would put the block object and its forwarded row in local memory).
-template <int THREADS, bool SENTINEL> class LeanBlock {
+// registers (a call would put the block object and its forwarded row in local memory). PARTIALS: whether the block
+// runs lean partial tiles; a block built without them (the resident kernel, whose interpreter beside it runs them out
+// of line) raises a bad descriptor for one, and its host never gives it one (runtime/lean_program.hpp).
+template <int THREADS, bool SENTINEL, bool PARTIALS = true> class LeanBlock {
 public:
   // Static lists: starts copying the block's first two instructions and waits for the first (the kernel's opening
   // barrier publishes it).
@@ -187,7 +189,9 @@ public:
   __device__ __forceinline__ bool execute(std::uint32_t tile) {
     LeanShared<THREADS>& s = lean_shared<THREADS>();
     const program::TileInstr& in = cur_;
-    if (in.tile != tile || in.in == 0 || in.out == 0) { // an entry out of step with its instruction, a bad buffer
+    const bool partial = in.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all);
+    if (in.tile != tile || in.in == 0 || in.out == 0 || (partial && (!PARTIALS || in.task >= v_.num_tasks))) {
+      // an entry out of step with its instruction, a bad buffer, a partial of no task or in a block without them
       if (threadIdx.x == 0)
         program::raise_bad_descriptor(v_, blockIdx.x, tile,
                                       static_cast<std::uint32_t>(program::DescriptorField::buffer));
@@ -203,16 +207,19 @@ public:
       __syncwarp();
       site = &s.site[warp];
     }
-    const LeanTile t{in.opcode,
-                     in.fn,
-                     in.dtype,
-                     in.flags,
-                     reinterpret_cast<const void*>(in.in),
-                     reinterpret_cast<void*>(in.out),
-                     static_cast<int>(in.rows),
-                     static_cast<int>(in.cols),
-                     static_cast<int>(in.out_stride)};
-    lean_tile<THREADS, SENTINEL>(t, site, s.rows, half_, &forward_);
+    const LeanTile t{
+        in.opcode,
+        in.fn,
+        in.dtype,
+        in.flags,
+        reinterpret_cast<const void*>(in.in),
+        reinterpret_cast<void*>(in.out),
+        static_cast<int>(in.rows),
+        static_cast<int>(in.cols),
+        static_cast<int>(in.out_stride),
+        partial ? lean_partials_of(v_.state, v_.tasks[in.task], in.tile - v_.tasks[in.task].first_tile, r_.epoch)
+                : LeanPartials{}};
+    lean_tile<THREADS, SENTINEL, PARTIALS>(t, site, s.rows, half_, &forward_);
     if (!(in.flags & program::kCloseBarrier))
       return true; // no poll (else the barrier is asked for), so no abort from this body
     __syncthreads();

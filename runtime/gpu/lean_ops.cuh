@@ -10,8 +10,27 @@
 
 namespace gridflow::gpu {
 
+// A lean partial tile's part of its task's state in the arena (runtime/tiles.hpp: lean_partials): the task's
+// partials (one per tile), its arrival counter, the count that makes an arrival the last (tiles x the run's epoch),
+// the tile's index in its task and the task's number of tiles.
+struct LeanPartials {
+  program::Partial* parts = nullptr;
+  std::uint64_t* counter = nullptr;
+  std::uint64_t last = 0;
+  std::uint32_t index = 0;
+  std::uint32_t tiles = 0;
+};
+
+// Tile `index` of task `t`'s partials in the arena at `state`, in run `epoch`.
+__device__ __forceinline__ LeanPartials lean_partials_of(unsigned char* state, const program::TaskDesc& t,
+                                                         std::uint32_t index, std::uint32_t epoch) {
+  return {reinterpret_cast<program::Partial*>(state + t.scratch), reinterpret_cast<std::uint64_t*>(state + t.counter),
+          std::uint64_t{t.num_tiles} * epoch, index, t.num_tiles};
+}
+
 // What one lean tile is: the task's opcode, fn, dtype and flags, its rows (rows of cols columns from `in`; output
-// rows of out_stride elements from `out`).
+// rows of out_stride elements from `out`), and for a lean partial tile (reduce_all: one row, `out` the task's value)
+// its partials.
 struct LeanTile {
   std::uint32_t opcode;
   std::uint32_t fn;
@@ -22,7 +41,50 @@ struct LeanTile {
   int rows;
   int cols;
   int out_stride;
+  LeanPartials partials{};
 };
+
+// Every thread, each holding the tile's value `bits`: the end of a lean partial tile. A task of one tile stores the
+// value; else the leader stores the tile's partial and arrives at the task's counter (acq_rel), a block barrier
+// tells every thread whether it was the last, and the last arriver's block loads every partial (relaxed: the
+// arrivals' release sequence ordered them before its acquire, the barrier after it) as one lean row and folds it
+// with the row's reduction: the same pairwise order whichever tile arrives last, so the same bits in every run.
+template <int THREADS, class T, class Store>
+__device__ __forceinline__ void lean_partial(const LeanTile& t, std::uint32_t bits, std::uint32_t* out, Store store,
+                                             kernels::LeanStorage<THREADS>& s, int& half) {
+  const LeanPartials& p = t.partials;
+  if (p.tiles <= 1) {
+    if (threadIdx.x == 0)
+      store(out, bits);
+    return;
+  }
+  // s.word[half]: the reduction before the last one used it, and every thread's reads of it precede that last
+  // reduction's barrier.
+  if (threadIdx.x == 0) {
+    p.parts[p.index] = program::Partial{std::uint64_t{bits}, 0};
+    s.word[half][0] = protocol::arrive_is_last(p.counter, p.last) ? 1u : 0u;
+  }
+  __syncthreads();
+  const bool last = s.word[half][0] != 0;
+  half ^= 1;
+  if (!last)
+    return;
+  kernels::LeanRow x;
+#pragma unroll
+  for (int v = 0; v < kernels::kLeanVecs; ++v)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int c = kernels::lean_col<THREADS>(v, k);
+      x.w[v][k] = c < static_cast<int>(p.tiles)
+                      ? static_cast<std::uint32_t>(
+                            protocol::atomic_ref<std::uint64_t>(p.parts[c].value).load(cuda::std::memory_order_relaxed))
+                      : 0u;
+    }
+  const std::uint32_t total =
+      kernels::lean_reduce<THREADS, T>(x, static_cast<int>(p.tiles), static_cast<ReduceFn>(t.fn), s, half);
+  if (threadIdx.x == 0)
+    store(out, total);
+}
 
 // The row as a sentinel-mode store leaves it in memory: the sentinel's bit pattern becomes the canonical NaN.
 __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
@@ -43,7 +105,7 @@ __device__ __forceinline__ void canonicalize(kernels::LeanRow& r) {
 template <int THREADS, bool PLAIN, program::Opcode OP, class T, class ScanOp, class Load, class Store>
 __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store store,
                                              kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
-  constexpr bool kWholeRowOut = OP != program::Opcode::reduce_rows;
+  constexpr bool kWholeRowOut = OP != program::Opcode::reduce_rows && OP != program::Opcode::reduce_all;
   // One row of n columns from src to dst; `first`: the tile's row 0 (the forwarded one, where the flag says so).
   // Called with n a constant and `vector` true for full rows of 16-byte groups (every input row, and every output row
   // of an op that writes whole rows, aligned), so the bodies' column and alignment tests fold away.
@@ -53,7 +115,10 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
       x = *forward;
     else
       kernels::lean_load<THREADS, T>(x, src, n, T(0), load, vector);
-    if constexpr (!kWholeRowOut) {
+    if constexpr (OP == program::Opcode::reduce_all) {
+      const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
+      lean_partial<THREADS, T>(t, bits, reinterpret_cast<std::uint32_t*>(dst), store, s, half);
+    } else if constexpr (!kWholeRowOut) {
       const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
       if (threadIdx.x == 0)
         store(reinterpret_cast<std::uint32_t*>(dst), bits);
@@ -91,7 +156,8 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
   }
 }
 
-template <int THREADS, bool PLAIN, class Load, class Store>
+// PARTIALS: whether lean partial tiles are compiled in (never in a plain tile: lean_program.cpp, plain_tile).
+template <int THREADS, bool PLAIN, bool PARTIALS, class Load, class Store>
 __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Store store,
                                                kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   using program::Opcode;
@@ -111,6 +177,12 @@ __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Sto
       max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward)
           : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
+  case Opcode::reduce_all: // lean partials
+    if constexpr (!PLAIN && PARTIALS)
+      i32 ? lean_rows_as<THREADS, false, Opcode::reduce_all, std::int32_t, kernels::Sum>(t, load, store, s, half,
+                                                                                         forward)
+          : lean_rows_as<THREADS, false, Opcode::reduce_all, float, kernels::Sum>(t, load, store, s, half, forward);
+    break;
   default: // reduce_rows
     i32 ? lean_rows_as<THREADS, PLAIN, Opcode::reduce_rows, std::int32_t, kernels::Sum>(t, load, store, s, half,
                                                                                         forward)
@@ -120,21 +192,23 @@ __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Sto
 
 // The lean megakernel's dispatch: tile `t` under its sync mode's access policies; `site` is where a failed poll is
 // recorded. SENTINEL (a program in sentinel mode): polled inputs and canonical outputs as the tile's flags say; else
-// plain loads and stores only, so the other mode's kernel carries no policy code it never runs.
-template <int THREADS, bool SENTINEL>
+// plain loads and stores only, so the other mode's kernel carries no policy code it never runs. PARTIALS: as in
+// lean_tile_with.
+template <int THREADS, bool SENTINEL, bool PARTIALS>
 __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* site, kernels::LeanStorage<THREADS>& s,
                                           int& half, kernels::LeanRow* forward) {
   if constexpr (SENTINEL) {
     const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
     if (poll)
-      canonical ? lean_tile_with<THREADS, false>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
-                : lean_tile_with<THREADS, false>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
+      canonical ? lean_tile_with<THREADS, false, PARTIALS>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
+                : lean_tile_with<THREADS, false, PARTIALS>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
     else
-      canonical ? lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
-                : lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+      canonical
+          ? lean_tile_with<THREADS, false, PARTIALS>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
+          : lean_tile_with<THREADS, false, PARTIALS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   } else {
     (void)site;
-    lean_tile_with<THREADS, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+    lean_tile_with<THREADS, false, PARTIALS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   }
 }
 
@@ -143,7 +217,7 @@ __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* sit
 template <int THREADS>
 __device__ __forceinline__ void lean_plain_tile(const LeanTile& t, kernels::LeanStorage<THREADS>& s, int& half,
                                                 kernels::LeanRow* forward) {
-  lean_tile_with<THREADS, true>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+  lean_tile_with<THREADS, true, false>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
 }
 
 } // namespace gridflow::gpu

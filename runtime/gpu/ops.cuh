@@ -135,6 +135,27 @@ __device__ __noinline__ void lean_rows_tile(TileContext<THREADS> c, Load load, S
   lean_rows_as<THREADS, false, OP, T, ScanOp>(lt, load, store, c.s().lean, half, nullptr);
 }
 
+// A lean partial tile (runtime/tiles.hpp: lean_partials) with the lean megakernel's body: one row of the tile's
+// elements, then the partial, the arrival and the last arriver's fold (lean_ops.cuh: lean_partial).
+template <int THREADS, class T, class Load, class Store>
+__device__ __noinline__ void lean_partial_tile(TileContext<THREADS> c, Load load, Store store) {
+  const program::TaskDesc& t = c.task();
+  const program::ItemRange items = program::tile_items(t, c.index);
+  const LeanTile lt{t.opcode,
+                    t.fn,
+                    t.dtype,
+                    t.flags,
+                    c.template in<std::uint32_t>() + items.begin,
+                    c.template out<std::uint32_t>(),
+                    1,
+                    static_cast<int>(items.size()),
+                    1,
+                    lean_partials_of(c.state, t, c.index, c.epoch)};
+  int half = 0; // the tile ends with the interpreter's barrier
+  lean_rows_as<THREADS, false, program::Opcode::reduce_all, T, kernels::Sum>(lt, load, store, c.s().lean, half,
+                                                                             nullptr);
+}
+
 template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
   const auto fn = static_cast<ReduceFn>(c.task().fn);
@@ -364,7 +385,11 @@ __device__ __forceinline__ bool dispatch_lean(TileContext<THREADS> c, Load load,
   case Opcode::softmax_rows:
     lean_rows_tile<THREADS, Opcode::softmax_rows, float, kernels::Sum>(c, load, store);
     return true;
-  default: // lean_rows holds only for the row ops above
+  case Opcode::reduce_all: // lean partials
+    is_i32 ? lean_partial_tile<THREADS, std::int32_t>(c, load, store)
+           : lean_partial_tile<THREADS, float>(c, load, store);
+    return true;
+  default: // lean_tiles holds only for the ops above
     return false;
   }
 }

@@ -252,8 +252,8 @@ public:
          prog->sentinels.as<std::int64_t>(), prog->state.as<unsigned char>()},
         copy_ring_bytes(p, shape_.threads_per_block));
     // Runs over the program's own buffers go through the lean tile path (resident::runs_lean) when every task is a
-    // lean row tile: the instructions hold those buffers' addresses.
-    if (lean_program(p, shape_.threads_per_block)) {
+    // lean row tile (resident_lean_program): the instructions hold those buffers' addresses.
+    if (resident_lean_program(p, shape_.threads_per_block)) {
       prog->tile_instrs = AsyncBuffer::of(tile_instrs(p, table), s);
       prog->block_instrs = AsyncBuffer::of(block_instrs(p, table), s);
       record.view.tile_instrs = prog->tile_instrs.as<program::TileInstr>();

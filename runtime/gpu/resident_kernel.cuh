@@ -9,7 +9,8 @@
 //
 // A run over the program's own buffers of a program of lean row tiles (resident::runs_lean) goes through the lean
 // megakernel's Block (runtime/gpu/lean_kernel.cuh) instead: one 64-byte instruction per tile, the same bodies and bits
-// as a lean launch, with the block's instructions held in the cache where its list is short enough.
+// as a lean launch, with the block's instructions held in the cache where its list is short enough. That Block is
+// compiled without lean partial tiles (runtime/lean_program.hpp: resident_lean_program).
 #pragma once
 
 #include "runtime/gpu/lean_kernel.cuh"
@@ -148,10 +149,10 @@ private:
   // a block barrier.
   template <bool SENTINEL> __device__ bool run_lean(const ProgramCache& h, const program::RunParams& params) {
     if (h.instrs_held != ProgramCache::kNotHeld) {
-      LeanBlock<THREADS, SENTINEL> block(h.view, params, h.instrs, h.instrs_held);
+      LeanBlock<THREADS, SENTINEL, false> block(h.view, params, h.instrs, h.instrs_held);
       return program::interpret(block);
     }
-    LeanBlock<THREADS, SENTINEL> block(h.view, params);
+    LeanBlock<THREADS, SENTINEL, false> block(h.view, params);
     __syncthreads();
     const bool clean = program::interpret(block);
     copy_instr_wait<0>(); // no copy may still be writing shared memory when the next run begins

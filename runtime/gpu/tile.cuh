@@ -116,7 +116,7 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
   const TileContext<THREADS> c{v.state, r.epoch, t.index};
   const bool poll = task.flags & program::kPollInputs;
   const bool canonical = task.flags & program::kSentinelOutput;
-  const bool lean = program::lean_rows(task, THREADS);
+  const bool lean = program::lean_tiles(task, THREADS);
   bool known;
   if (program::is_counting_op(task.opcode))
     known = dispatch_counting(c);

@@ -15,8 +15,8 @@ using testing::same_bits;
 class GpuLean : public testing::GpuTest {};
 
 // Every lean row op over rows x cols: softmax and log-softmax, row scans (sum and max, inclusive and exclusive, one in
-// place), row reductions (sum, max, min, argmax), i32 scans and reductions, and a view that starts one element in
-// (not 16-byte aligned, so the bodies load element by element).
+// place), row reductions (sum, max, min, argmax), i32 scans and reductions, a view that starts one element in (not
+// 16-byte aligned, so the bodies load element by element), and whole-range reductions of those buffers.
 Graph lean_graph(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   Graph g("lean");
   g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-3, 3, seed});
@@ -45,6 +45,16 @@ Graph lean_graph(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   g.reduce("i_sum", "km", "k_sum", ReduceFn::sum, Axis::row);
   g.reduce("i_min", "k", "k_min", ReduceFn::min, Axis::row);
   g.softmax("misaligned", ViewSpec::block("off", 1, rows, cols), "q");
+  // Whole-range reductions beside them: lean partial tiles where the view has more elements than one lean row
+  // (a short last tile where the count is no multiple of it), a polled produced input, i32, an unaligned view.
+  for (const char* b : {"t_sum", "t_max", "t_min", "t_off"})
+    g.add_buffer(b, DType::f32, {1});
+  g.add_buffer("t_isum", DType::i32, {1});
+  g.reduce("all_sum", "p", "t_sum", ReduceFn::sum);
+  g.reduce("all_max", "x", "t_max", ReduceFn::max);
+  g.reduce("all_min", "s1", "t_min", ReduceFn::min);
+  g.reduce("all_isum", "k", "t_isum", ReduceFn::sum);
+  g.reduce("all_off", ViewSpec::block("off", 1, rows, cols), "t_off", ReduceFn::sum);
   return g;
 }
 
@@ -84,7 +94,7 @@ void agree_everywhere(std::uint32_t threads, Shape shape) {
           std::string which;
           ASSERT_TRUE(same_bits(first, s.results(), &which))
               << "buffer " << g.buffers()[std::stoul(which)].name << " differs (" << which << "): " << config;
-          // The lean megakernel runs whenever every task is a lean row tile and it is not turned off.
+          // The lean megakernel runs whenever every task is a lean tile and it is not turned off.
           const bool all_lean = s.executor().describe().find("lean megakernel") != std::string::npos;
           EXPECT_EQ(r.lean_kernel, lean && all_lean) << config;
         }

@@ -170,6 +170,32 @@ TEST_F(GpuResident, LeanTilesOverOwnBuffersAlternateWithBoundRuns) {
   rs.stop();
 }
 
+// A program with lean partial tiles (a whole-range reduce beside lean rows) runs lean when launched, but through the
+// resident interpreter (its lean path has no partial tiles: runtime/lean_program.hpp, resident_lean_program), whose
+// lean partial tiles give the launch's bits in every sync mode.
+TEST_F(GpuResident, LeanPartialProgramsRunTheInterpreterWithTheLaunchBits) {
+  const std::vector<float> x = values(403);
+  Graph g = testing::softmax_sums(kRows, kCols, &x);
+  g.add_buffer("total", DType::f32, {1});
+  g.reduce("total", "y", "total", ReduceFn::sum);
+  for (const SyncMode mode : kAllSyncModes) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    Session launch(g, gpu_options(mode));
+    const RunResult r = launch.run();
+    ASSERT_TRUE(launch.check().passed) << launch.check().summary();
+    EXPECT_TRUE(r.lean_kernel);
+    ResidentSession rs(gpu_runtime());
+    const auto h = rs.add(g, program_options(mode, Schedule::static_list));
+    rs.start();
+    for (int round = 0; round < 3; ++round) {
+      EXPECT_FALSE(rs.wait(rs.submit(h)).lean_tiles);
+      EXPECT_TRUE(bit_identical(rs.download(h, "y"), launch.results()[1])) << "round " << round;
+      EXPECT_TRUE(bit_identical(rs.download(h, "total"), launch.results()[3])) << "round " << round;
+    }
+    rs.stop();
+  }
+}
+
 TEST_F(GpuResident, RecoversAfterAWatchdogErrorAndRunsWhatWasQueued) {
   const std::vector<float> xa = values(11), xb = values(12);
   const std::vector<HostTensor> ea = plain(xa, SyncMode::flags), eb = plain(xb, SyncMode::flags);

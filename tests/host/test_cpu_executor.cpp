@@ -394,6 +394,44 @@ TEST(CpuExecutor, ForwardedRowChainsRunInEveryMode) {
   }
 }
 
+// A tile that writes no whole row (a row reduction, a lean partial tile of a whole-range sum) leaves the block's
+// forwarded row in place: the next row op on the block, and a partial tile over exactly that row, take it. The CPU's
+// check of every such decision passes in every mode, and the decisions are made.
+TEST(CpuExecutor, RowsForwardPastTilesThatWriteNoRow) {
+  Graph g("chain+sums");
+  g.add_buffer("x0", DType::f32, {4, 1024}, InitUniform{-3, 3, 9});
+  g.add_buffer("sums", DType::f32, {6});
+  g.add_buffer("maxes", DType::f32, {6, 4});
+  for (int i = 1; i <= 6; ++i) {
+    const std::string in = "x" + std::to_string(i - 1), out = "x" + std::to_string(i);
+    g.add_buffer(out, DType::f32, {4, 1024});
+    g.softmax("op" + std::to_string(i), in, out);
+    g.reduce("sum" + std::to_string(i), out, ViewSpec::range("sums", i - 1, 1), ReduceFn::sum);
+    g.reduce("max" + std::to_string(i), out, ViewSpec::range("maxes", 4 * (i - 1), 4), ReduceFn::max, Axis::row);
+  }
+  for (SyncMode m : kAllSyncModes) {
+    Session s(g, cpu_options(m, 4, Schedule::automatic)); // a block per row: one-row tiles
+    const LoweredProgram& p = s.program();
+    ASSERT_EQ(p.schedule, Schedule::static_list);
+    std::size_t partials = 0, past_reduces = 0;
+    for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b)
+      for (std::uint32_t i = p.block_begin[b] + 1; i < p.block_begin[b + 1]; ++i) {
+        const std::uint32_t tile = p.block_tiles[i];
+        if (!p.forwarded[tile])
+          continue;
+        const auto& task = p.tasks[p.tiles[tile].task];
+        const auto& prev = p.tasks[p.tiles[p.block_tiles[i - 1]].task];
+        partials += task.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all);
+        past_reduces += task.opcode == static_cast<std::uint32_t>(program::Opcode::softmax_rows) &&
+                        prev.opcode != static_cast<std::uint32_t>(program::Opcode::softmax_rows);
+      }
+    EXPECT_GT(partials, 0u) << to_string(m);
+    EXPECT_GT(past_reduces, 0u) << to_string(m);
+    s.run();
+    EXPECT_TRUE(s.check().passed) << to_string(m) << ": " << s.check().summary();
+  }
+}
+
 TEST(CpuExecutor, RepeatedRunsNeedNoReset) {
   Graph g = every_op_graph(1000, 5, 50);
   Session s(g, cpu_options(SyncMode::flags, 4));

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <set>
 #include <stdexcept>
 
@@ -504,8 +505,8 @@ TEST(Lowering, RejectsBadShapes) {
 namespace gridflow {
 namespace {
 
-// The automatic schedule: static lists for graphs of lean row tiles, the dynamic ticket otherwise (here a whole-range
-// reduce too long for one lean row).
+// The automatic schedule: static lists for graphs of lean tiles (lean rows, and a whole-range sum beside them as lean
+// partials), the dynamic ticket otherwise (here a whole-range argmax, which has no lean form).
 TEST(Lowering, AutomaticScheduleIsStaticForLeanRowGraphs) {
   EXPECT_EQ(lower_graph(softmax_row_chain(8), SyncMode::flags, 132, Schedule::automatic).schedule,
             Schedule::static_list);
@@ -513,6 +514,9 @@ TEST(Lowering, AutomaticScheduleIsStaticForLeanRowGraphs) {
   Graph g = chain_graph();
   g.add_buffer("t", DType::f32, {1});
   g.reduce("everything", "y", "t", ReduceFn::sum);
+  EXPECT_EQ(lower_graph(g, SyncMode::flags, 132, Schedule::automatic).schedule, Schedule::static_list);
+  g.add_buffer("a", DType::i32, {1});
+  g.reduce("best", "y", "a", ReduceFn::argmax);
   EXPECT_EQ(lower_graph(g, SyncMode::flags, 132, Schedule::automatic).schedule, Schedule::dynamic);
 }
 
@@ -546,6 +550,103 @@ TEST(Lowering, ShortWholeRangeReducesAndScansRunAsOneLeanRow) {
   EXPECT_EQ(task("scan").opcode, static_cast<std::uint32_t>(program::Opcode::scan_rows));
   EXPECT_EQ(task("big_sum").opcode, static_cast<std::uint32_t>(program::Opcode::reduce_all));
   EXPECT_EQ(task("big_scan").opcode, static_cast<std::uint32_t>(program::Opcode::scan_all));
+}
+
+// Whole-range reduces beside lean row tiles become lean partial tiles (one lean row of elements each, the last one
+// shorter), so the lean megakernel runs the whole program; beside any other task, or as argmax, or with more partials
+// than one lean row folds, they keep their streamed tiles. A consumer of one still waits for its whole task.
+TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
+  // A softmax chain over 16 x 1024 floats with a sum of its first output and a softmax of that sum, an i32 min over
+  // 5000 elements, a row reduce, and `extra`'s task.
+  const auto build = [](const std::function<void(Graph&)>& extra) {
+    Graph g = softmax_row_chain(3);
+    g.add_buffer("t1", DType::f32, {1});
+    g.add_buffer("odd", DType::i32, {5000}, InitUniform{});
+    g.add_buffer("t3", DType::i32, {1});
+    g.add_buffer("r", DType::f32, {16});
+    g.reduce("sum1", "x1", "t1", ReduceFn::sum);
+    g.reduce("odd_min", "odd", "t3", ReduceFn::min);
+    g.reduce("rows", "x3", "r", ReduceFn::sum, Axis::row);
+    g.add_buffer("t1s", DType::f32, {1});
+    g.softmax("after_sum", "t1", "t1s");
+    extra(g);
+    return lower_graph(g, SyncMode::flags, 132, Schedule::static_list);
+  };
+  const auto task = [](const LoweredProgram& p, const char* name) {
+    const auto it = std::find(p.task_names.begin(), p.task_names.end(), name);
+    return p.tasks.at(static_cast<std::size_t>(it - p.task_names.begin()));
+  };
+  const LoweredProgram p = build([](Graph&) {});
+  EXPECT_TRUE(lean_program(p, 256));
+  const program::TaskDesc sum = task(p, "sum1"), odd = task(p, "odd_min");
+  EXPECT_EQ(sum.opcode, static_cast<std::uint32_t>(Opcode::reduce_all));
+  EXPECT_EQ(sum.tile_size, 1024);
+  EXPECT_EQ(sum.num_tiles, 16u);
+  EXPECT_TRUE(program::lean_partials(sum, 256));
+  EXPECT_EQ(odd.num_tiles, 5u); // 4 x 1024 + 904
+  EXPECT_TRUE(program::lean_partials(odd, 256));
+  // A consumer of a reduce waits for its whole task (the last arriver writes the value).
+  const program::TaskDesc after = task(p, "after_sum");
+  ASSERT_EQ(p.tiles[after.first_tile].dep_count, 1u);
+  EXPECT_EQ(p.deps[p.tiles[after.first_tile].dep_first].kind, static_cast<std::uint32_t>(DepKind::task));
+  // The instructions: one row each, `out` the task's one value; never plain.
+  const std::vector<void*> bases(p.buffers.size(), reinterpret_cast<void*>(std::uintptr_t{1} << 20));
+  std::size_t seen = 0;
+  for (const program::TileInstr& in : block_instrs(p, bases)) {
+    if (p.task_names[in.task] != "odd_min")
+      continue;
+    const std::uint32_t index = in.tile - odd.first_tile;
+    EXPECT_EQ(in.rows, 1u);
+    EXPECT_EQ(in.cols, index + 1 < odd.num_tiles ? 1024u : 904u) << index;
+    EXPECT_EQ(in.in, (std::uint64_t{1} << 20) + 4 * (odd.in_offset + 1024 * index));
+    EXPECT_EQ(in.out, (std::uint64_t{1} << 20) + 4 * odd.out_offset);
+    EXPECT_EQ(in.flags & program::kPlainTile, 0u);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 5u);
+
+  // 2^20 elements: 1024 partials, one full lean row, still lean.
+  const LoweredProgram most = build([](Graph& g) {
+    g.add_buffer("big", DType::f32, {std::int64_t{1} << 20}, InitUniform{});
+    g.add_buffer("tb", DType::f32, {1});
+    g.reduce("big_sum", "big", "tb", ReduceFn::sum);
+  });
+  EXPECT_TRUE(program::lean_partials(task(most, "big_sum"), 256));
+  EXPECT_TRUE(lean_program(most, 256));
+  // Beside a whole-range scan, an argmax (its partials would need indices) or a reduce of more partials than a lean
+  // row folds, every reduce keeps its streamed tiles; so do reduces with no lean rows beside them.
+  const std::vector<std::function<void(Graph&)>> others = {[](Graph& g) {
+                                                             g.add_buffer("c", DType::f32, {16 * 1024});
+                                                             g.scan("other", "x3", "c", ScanFn::sum);
+                                                           },
+                                                           [](Graph& g) {
+                                                             g.add_buffer("ta", DType::i32, {1});
+                                                             g.reduce("other", "x3", "ta", ReduceFn::argmax);
+                                                           },
+                                                           [](Graph& g) {
+                                                             g.add_buffer("big", DType::f32,
+                                                                          {(std::int64_t{1} << 20) + 1}, InitUniform{});
+                                                             g.add_buffer("tb", DType::f32, {1});
+                                                             g.reduce("other", "big", "tb", ReduceFn::sum);
+                                                           }};
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    const LoweredProgram q = build(others[i]);
+    EXPECT_FALSE(lean_program(q, 256)) << i;
+    for (const char* name : {"sum1", "odd_min", "other"})
+      EXPECT_FALSE(program::lean_partials(task(q, name), 256)) << i << " " << name;
+  }
+  LoweringOptions off;
+  off.tiles.lean_partials = false;
+  Graph chain = softmax_row_chain(2);
+  chain.add_buffer("t", DType::f32, {1});
+  chain.reduce("sum", "x1", "t", ReduceFn::sum);
+  EXPECT_TRUE(lean_program(lower(chain, analyze(chain), LoweringOptions{}), 256));
+  EXPECT_FALSE(lean_program(lower(chain, analyze(chain), off), 256)); // turned off: streamed tiles
+  Graph alone("alone");
+  alone.add_buffer("x", DType::f32, {16 * 1024}, InitUniform{});
+  alone.add_buffer("s", DType::f32, {1});
+  alone.reduce("sum", "x", "s", ReduceFn::sum);
+  EXPECT_FALSE(program::lean_partials(lower_graph(alone, SyncMode::flags).tasks.at(0), 256));
 }
 
 // A row chain keeps each row on its block, and every tile after the first op takes its input from the tile before it.
