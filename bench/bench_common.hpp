@@ -103,6 +103,7 @@ inline std::vector<Variant> config_variants() {
   return {
       {"general megakernel", [](SessionOptions& o) { o.exec.lean_kernel = false; }},
       {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
+      {"sinks in order", [](SessionOptions& o) { o.sinks_last = false; }},
       {"no plain tiles", [](SessionOptions& o) { o.exec.plain_tiles = false; }},
       {"no lean partials", [](SessionOptions& o) { o.tiles.lean_partials = false; }},
       {"dynamic schedule", [](SessionOptions& o) { o.schedule = Schedule::dynamic; }},

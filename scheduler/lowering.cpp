@@ -124,12 +124,32 @@ bool sentinel_eligible(const Graph& g, const Analysis& a, std::uint32_t task) {
          a.in[task].buffer != out.buffer;
 }
 
+// Per device task, 1 when no other task depends on it in the graph (a sink: nobody reads or overwrites what it
+// writes after it), whatever the mode records of that dependency in the program (sentinel mode polls inputs instead).
+std::vector<char> sink_tasks(const LoweredProgram& p, const Analysis& a) {
+  std::vector<char> graph_sink(a.deps.size(), 1);
+  for (const std::vector<Dependency>& deps : a.deps)
+    for (const Dependency& d : deps)
+      graph_sink[d.producer] = 0;
+  std::vector<char> sink(p.tasks.size(), 0);
+  for (std::size_t t = 0; t < p.tasks.size(); ++t)
+    sink[t] = graph_sink.at(p.tasks[t].graph_task);
+  return sink;
+}
+
 // Static schedule: list scheduling in global tile order by estimated finish time. A block that ran a producer tile
 // saves the cross-SM hop; a block that ran every producer tile saves the wait and signal steps as well (the tile
 // needs no wait there, elide_local_dependencies), so a tile leaves its producers' block only where another block
 // finishes it earlier by more than those steps cost. That keeps chains of row tiles, and the row-wise DAGs of
 // independent rows, on one block each: a spare block with a near-equal estimate does not take a row's tile.
-void schedule_static(LoweredProgram& p) {
+//
+// With `sink` (dataflow modes; sink_tasks), the tiles of sink tasks (nothing waits for them, such as a sum
+// beside a chain) are placed after every other tile, at the end of the lists, so they take spare blocks or the end
+// of a busy one instead of stalling a chain between two of its steps. Every tile still waits only for tiles placed
+// before it (a sink's producers in other graph tasks are no sinks; among the sinks, tiles keep the global order, in
+// which every wait points back), and every list is in placement order, so the tile placed first among those not
+// finished can always run: no deadlock.
+void schedule_static(LoweredProgram& p, const std::vector<char>& sink) {
   constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0,
                    kWaitStepsNs = 300.0;
   const std::uint32_t blocks = p.grid_blocks;
@@ -139,7 +159,7 @@ void schedule_static(LoweredProgram& p) {
   const bool levels = is_level_mode(p.mode);
   double level_start = 0.0, level_end = 0.0;
   std::uint32_t level = 0;
-  for (std::uint32_t g = 0; g < p.tiles.size(); ++g) {
+  const auto place = [&](std::uint32_t g) {
     const TileDesc& tile = p.tiles[g];
     const TaskDesc& task = p.tasks[tile.task];
     while (levels && g >= p.level_begin[level + 1]) {
@@ -200,7 +220,13 @@ void schedule_static(LoweredProgram& p) {
     task_finish[tile.task] = std::max(task_finish[tile.task], finish[g]);
     level_end = std::max(level_end, finish[g]);
     lists[best].push_back(g);
-  }
+  };
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
+    if (!sink[p.tiles[g].task])
+      place(g);
+  for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
+    if (sink[p.tiles[g].task])
+      place(g);
   p.block_begin.assign(1, 0);
   p.block_tiles.clear();
   for (const auto& l : lists) {
@@ -619,7 +645,8 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   // Level barriers one run passes (executors add their own prologue barrier where they use one).
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
   if (p.schedule == Schedule::static_list) {
-    schedule_static(p);
+    schedule_static(p,
+                    o.sinks_last && !is_level_mode(o.mode) ? sink_tasks(p, a) : std::vector<char>(p.tasks.size(), 0));
     elide_local_dependencies(p);
     if (o.forward)
       assign_forwarding(p, a);

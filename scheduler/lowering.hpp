@@ -61,6 +61,7 @@ struct LoweringOptions {
   std::uint32_t threads_per_block = 256;
   bool per_tile_deps = true; // dataflow modes: wait only for the producer tiles that wrote a tile's inputs
   bool forward = true;       // static schedule: on-chip forwarding of rows between a block's consecutive tiles
+  bool sinks_last = true;    // static schedule, dataflow modes: tiles nothing waits for after all others (lowering.cpp)
   TilePolicy tiles;
 };
 

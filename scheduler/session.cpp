@@ -42,6 +42,8 @@ std::string describe(const SessionOptions& o) {
     s += fmt::format(" sentinel_fill={}", to_string(o.exec.sentinel_fill));
   if (!o.forward)
     s += " forward=off";
+  if (!o.sinks_last)
+    s += " sinks_last=off";
   if (o.backend == Backend::gpu && !o.exec.lean_kernel)
     s += " lean_kernel=off";
   if (o.backend == Backend::gpu && !o.exec.plain_tiles)
@@ -73,6 +75,7 @@ LoweringOptions lowering_options(const SessionOptions& o) {
   lo.schedule = o.schedule;
   lo.per_tile_deps = o.per_tile_deps;
   lo.forward = o.forward;
+  lo.sinks_last = o.sinks_last;
   lo.tiles = o.tiles;
   lo.threads_per_block = o.threads_per_block;
   return lo;

@@ -394,10 +394,8 @@ TEST(CpuExecutor, ForwardedRowChainsRunInEveryMode) {
   }
 }
 
-// A tile that writes no whole row (a row reduction, a lean partial tile of a whole-range sum) leaves the block's
-// forwarded row in place: the next row op on the block, and a partial tile over exactly that row, take it. The CPU's
-// check of every such decision passes in every mode, and the decisions are made.
-TEST(CpuExecutor, RowsForwardPastTilesThatWriteNoRow) {
+// A softmax chain over 4 rows whose every step also feeds a whole-range sum and a row maximum.
+Graph chain_with_sums() {
   Graph g("chain+sums");
   g.add_buffer("x0", DType::f32, {4, 1024}, InitUniform{-3, 3, 9});
   g.add_buffer("sums", DType::f32, {6});
@@ -409,8 +407,18 @@ TEST(CpuExecutor, RowsForwardPastTilesThatWriteNoRow) {
     g.reduce("sum" + std::to_string(i), out, ViewSpec::range("sums", i - 1, 1), ReduceFn::sum);
     g.reduce("max" + std::to_string(i), out, ViewSpec::range("maxes", 4 * (i - 1), 4), ReduceFn::max, Axis::row);
   }
+  return g;
+}
+
+// A tile that writes no whole row (a row reduction, a lean partial tile of a whole-range sum) leaves the block's
+// forwarded row in place: the next row op on the block, and a partial tile over exactly that row, take it. The CPU's
+// check of every such decision passes in every mode, and the decisions are made.
+TEST(CpuExecutor, RowsForwardPastTilesThatWriteNoRow) {
+  const Graph g = chain_with_sums();
   for (SyncMode m : kAllSyncModes) {
-    Session s(g, cpu_options(m, 4, Schedule::automatic)); // a block per row: one-row tiles
+    SessionOptions o = cpu_options(m, 4, Schedule::automatic); // a block per row: one-row tiles
+    o.sinks_last = false; // the sums and maxima between the chain's steps, as the graph orders them
+    Session s(g, o);
     const LoweredProgram& p = s.program();
     ASSERT_EQ(p.schedule, Schedule::static_list);
     std::size_t partials = 0, past_reduces = 0;
@@ -429,6 +437,22 @@ TEST(CpuExecutor, RowsForwardPastTilesThatWriteNoRow) {
     EXPECT_GT(past_reduces, 0u) << to_string(m);
     s.run();
     EXPECT_TRUE(s.check().passed) << to_string(m) << ": " << s.check().summary();
+  }
+}
+
+// Sink tiles placed last (LoweringOptions::sinks_last) or in graph order: the same bits in every mode.
+TEST(CpuExecutor, SinksLastKeepsTheBits) {
+  const Graph g = chain_with_sums();
+  for (SyncMode m : kAllSyncModes) {
+    SessionOptions o = cpu_options(m, 4, Schedule::automatic);
+    Session last(g, o);
+    o.sinks_last = false;
+    Session in_order(g, o);
+    last.run();
+    in_order.run();
+    EXPECT_TRUE(last.check().passed) << to_string(m) << ": " << last.check().summary();
+    std::size_t which = 0;
+    EXPECT_TRUE(bit_identical(last.results(), in_order.results(), &which)) << to_string(m) << " buffer " << which;
   }
 }
 

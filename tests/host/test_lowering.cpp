@@ -578,6 +578,9 @@ TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
   };
   const LoweredProgram p = build([](Graph&) {});
   EXPECT_TRUE(lean_program(p, 256));
+  EXPECT_FALSE(resident_lean_program(p, 256)); // the resident kernel's lean path has no partial tiles
+  EXPECT_TRUE(
+      resident_lean_program(lower_graph(softmax_row_chain(3), SyncMode::flags, 132, Schedule::static_list), 256));
   const program::TaskDesc sum = task(p, "sum1"), odd = task(p, "odd_min");
   EXPECT_EQ(sum.opcode, static_cast<std::uint32_t>(Opcode::reduce_all));
   EXPECT_EQ(sum.tile_size, 1024);
@@ -647,6 +650,56 @@ TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
   alone.add_buffer("s", DType::f32, {1});
   alone.reduce("sum", "x", "s", ReduceFn::sum);
   EXPECT_FALSE(program::lean_partials(lower_graph(alone, SyncMode::flags).tasks.at(0), 256));
+}
+
+// A sum beside every step of a row chain (a sink: nothing waits for it) is placed after every other tile: on the 16
+// blocks of the chain's rows none of its partial tiles runs between two steps, and more of them take spare blocks
+// (the last steps' sums still end their rows' blocks, where the estimate has them sooner than a hop away); in graph
+// order (sinks_last off) some sit between the steps on the rows' own blocks. Every list holds its sink tiles
+// after the others, and a level mode keeps graph order.
+TEST(Lowering, SinkTilesArePlacedAfterEveryOtherTile) {
+  Graph g = softmax_row_chain(6);
+  g.add_buffer("sums", DType::f32, {6});
+  for (int i = 1; i <= 6; ++i)
+    g.reduce("sum" + std::to_string(i), "x" + std::to_string(i), ViewSpec::range("sums", i - 1, 1), ReduceFn::sum);
+  LoweringOptions o;
+  o.schedule = Schedule::static_list;
+  const auto placed = [&](const LoweredProgram& p) {
+    std::size_t between = 0, spare = 0; // partial tiles between two chain steps; on a block without chain tiles
+    for (std::uint32_t b = 0; b < p.grid_blocks; ++b) {
+      bool chain = false, sink_seen = false, chain_after_sink = false;
+      for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) {
+        const bool sink =
+            p.tasks[p.tiles[p.block_tiles[i]].task].opcode == static_cast<std::uint32_t>(Opcode::reduce_all);
+        chain_after_sink = chain_after_sink || (!sink && sink_seen);
+        sink_seen = sink_seen || sink;
+        chain = chain || !sink;
+        if (sink && i + 1 < p.block_begin[b + 1] &&
+            p.tasks[p.tiles[p.block_tiles[i + 1]].task].opcode != static_cast<std::uint32_t>(Opcode::reduce_all))
+          ++between;
+      }
+      if (!chain)
+        spare += p.block_begin[b + 1] - p.block_begin[b];
+      if (o.sinks_last) {
+        EXPECT_FALSE(chain_after_sink) << "block " << b;
+      }
+    }
+    return std::pair{between, spare};
+  };
+  const LoweredProgram last = lower(g, analyze(g), o);
+  ASSERT_TRUE(lean_program(last, 256));
+  const auto [between, spare] = placed(last);
+  EXPECT_EQ(between, 0u);
+  o.sinks_last = false;
+  const auto [between_off, spare_off] = placed(lower(g, analyze(g), o));
+  EXPECT_GT(between_off, 0u);
+  EXPECT_GT(spare, spare_off); // of the 6 x 16 partial tiles (a sum's per row)
+  o.sinks_last = true;
+  o.mode = SyncMode::barrier;
+  const LoweredProgram levels = lower(g, analyze(g), o);
+  for (std::uint32_t b = 0; b < levels.grid_blocks; ++b)
+    for (std::uint32_t i = levels.block_begin[b] + 1; i < levels.block_begin[b + 1]; ++i)
+      EXPECT_LT(levels.block_tiles[i - 1], levels.block_tiles[i]) << "block " << b;
 }
 
 // A row chain keeps each row on its block, and every tile after the first op takes its input from the tile before it.
