@@ -144,8 +144,9 @@ std::vector<char> sink_tasks(const LoweredProgram& p, const Analysis& a) {
 // independent rows, on one block each: a spare block with a near-equal estimate does not take a row's tile.
 //
 // With `sink` (dataflow modes; sink_tasks), the tiles of sink tasks (nothing waits for them, such as a sum
-// beside a chain) are placed after every other tile, at the end of the lists, so they take spare blocks or the end
-// of a busy one instead of stalling a chain between two of its steps. Every tile still waits only for tiles placed
+// beside a chain) are placed after every other tile, at the end of the lists, so they take spare blocks instead of
+// stalling a chain between two of its steps (lower() keeps graph order where they would mostly end busy blocks:
+// sinks_mostly_spare). Every tile still waits only for tiles placed
 // before it (a sink's producers in other graph tasks are no sinks; among the sinks, tiles keep the global order, in
 // which every wait points back), and every list is in placement order, so the tile placed first among those not
 // finished can always run: no deadlock.
@@ -233,6 +234,25 @@ void schedule_static(LoweredProgram& p, const std::vector<char>& sink) {
     p.block_tiles.insert(p.block_tiles.end(), l.begin(), l.end());
     p.block_begin.push_back(static_cast<std::uint32_t>(p.block_tiles.size()));
   }
+}
+
+// Whether at least half of the sink tiles (`sink`: sink_tasks) sit on blocks that run no other tile. Placed last, a
+// sink tile pays off on a spare block; at the end of a busy block it loses its forwarded input, and a sum's partial
+// tiles then arrive on its counter all at once, so a program whose sinks mostly land there keeps graph order.
+bool sinks_mostly_spare(const LoweredProgram& p, const std::vector<char>& sink) {
+  std::size_t spare = 0, total = 0;
+  for (std::uint32_t b = 0; b + 1 < p.block_begin.size(); ++b) {
+    bool busy = false;
+    std::size_t sinks = 0;
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i) {
+      const bool s = sink[p.tiles[p.block_tiles[i]].task] != 0;
+      sinks += s ? 1 : 0;
+      busy = busy || !s;
+    }
+    total += sinks;
+    spare += busy ? 0 : sinks;
+  }
+  return 2 * spare >= total;
 }
 
 // Static schedule: a tile-range dependency whose producer tiles all run on the consumer's own block needs no
@@ -645,8 +665,11 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   // Level barriers one run passes (executors add their own prologue barrier where they use one).
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
   if (p.schedule == Schedule::static_list) {
-    schedule_static(p,
-                    o.sinks_last && !is_level_mode(o.mode) ? sink_tasks(p, a) : std::vector<char>(p.tasks.size(), 0));
+    const std::vector<char> in_order(p.tasks.size(), 0);
+    const bool sinks = o.sinks_last && !is_level_mode(o.mode);
+    schedule_static(p, sinks ? sink_tasks(p, a) : in_order);
+    if (sinks && !sinks_mostly_spare(p, sink_tasks(p, a)))
+      schedule_static(p, in_order);
     elide_local_dependencies(p);
     if (o.forward)
       assign_forwarding(p, a);

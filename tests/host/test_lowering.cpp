@@ -656,7 +656,7 @@ TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
 // blocks of the chain's rows none of its partial tiles runs between two steps, and more of them take spare blocks
 // (the last steps' sums still end their rows' blocks, where the estimate has them sooner than a hop away); in graph
 // order (sinks_last off) some sit between the steps on the rows' own blocks. Every list holds its sink tiles
-// after the others, and a level mode keeps graph order.
+// after the others; where every block is busy, and in a level mode, graph order stays.
 TEST(Lowering, SinkTilesArePlacedAfterEveryOtherTile) {
   Graph g = softmax_row_chain(6);
   g.add_buffer("sums", DType::f32, {6});
@@ -694,12 +694,47 @@ TEST(Lowering, SinkTilesArePlacedAfterEveryOtherTile) {
   const auto [between_off, spare_off] = placed(lower(g, analyze(g), o));
   EXPECT_GT(between_off, 0u);
   EXPECT_GT(spare, spare_off); // of the 6 x 16 partial tiles (a sum's per row)
+  // On 16 blocks, one per row, every block is busy: the sinks would end the rows' blocks, so graph order stays.
+  o.sinks_last = true;
+  o.grid_blocks = 16;
+  const LoweredProgram busy = lower(g, analyze(g), o);
+  o.sinks_last = false;
+  const LoweredProgram graph_order = lower(g, analyze(g), o);
+  EXPECT_EQ(busy.block_tiles, graph_order.block_tiles);
+  EXPECT_EQ(busy.block_begin, graph_order.block_begin);
+  o.grid_blocks = 132;
   o.sinks_last = true;
   o.mode = SyncMode::barrier;
   const LoweredProgram levels = lower(g, analyze(g), o);
   for (std::uint32_t b = 0; b < levels.grid_blocks; ++b)
     for (std::uint32_t i = levels.block_begin[b] + 1; i < levels.block_begin[b + 1]; ++i)
       EXPECT_LT(levels.block_tiles[i - 1], levels.block_tiles[i]) << "block " << b;
+}
+
+// The summed chain of gridflow_bench_patterns (32 steps): at 16 rows on 132 blocks its sums move to spare blocks; at
+// 256 rows on 264 blocks (2 per SM) nearly every block has a row, so graph order stays.
+TEST(Lowering, SummedChainsPlaceSinksLastOnlyWithSpareBlocks) {
+  const auto summed = [](std::int64_t rows) {
+    Graph g("sums");
+    g.add_buffer("x0", DType::f32, {rows, 1024}, InitUniform{});
+    g.add_buffer("sums", DType::f32, {32});
+    for (int i = 1; i <= 32; ++i) {
+      g.add_buffer("x" + std::to_string(i), DType::f32, {rows, 1024});
+      g.softmax("sm" + std::to_string(i), "x" + std::to_string(i - 1), "x" + std::to_string(i));
+      g.reduce("sum" + std::to_string(i), "x" + std::to_string(i), ViewSpec::range("sums", i - 1, 1), ReduceFn::sum);
+    }
+    return g;
+  };
+  for (const auto& [rows, blocks, reordered] : {std::tuple{16, 132u, true}, std::tuple{256, 264u, false}}) {
+    const Graph g = summed(rows);
+    LoweringOptions o;
+    o.schedule = Schedule::static_list;
+    o.grid_blocks = blocks;
+    const LoweredProgram last = lower(g, analyze(g), o);
+    o.sinks_last = false;
+    const LoweredProgram in_order = lower(g, analyze(g), o);
+    EXPECT_EQ(last.block_tiles != in_order.block_tiles, reordered) << rows << " rows";
+  }
 }
 
 // A row chain keeps each row on its block, and every tile after the first op takes its input from the tile before it.
