@@ -143,13 +143,12 @@ std::vector<char> sink_tasks(const LoweredProgram& p, const Analysis& a) {
 // finishes it earlier by more than those steps cost. That keeps chains of row tiles, and the row-wise DAGs of
 // independent rows, on one block each: a spare block with a near-equal estimate does not take a row's tile.
 //
-// With `sink` (dataflow modes; sink_tasks), the tiles of sink tasks (nothing waits for them, such as a sum
-// beside a chain) are placed after every other tile, at the end of the lists, so they take spare blocks instead of
-// stalling a chain between two of its steps (lower() keeps graph order where they would mostly end busy blocks:
-// sinks_mostly_spare). Every tile still waits only for tiles placed
-// before it (a sink's producers in other graph tasks are no sinks; among the sinks, tiles keep the global order, in
-// which every wait points back), and every list is in placement order, so the tile placed first among those not
-// finished can always run: no deadlock.
+// With `sink` (dataflow modes; sink_tasks), the tiles of sink tasks (nothing waits for them, such as a sum beside a
+// chain) are placed after every other tile, at the end of the lists, so they take spare blocks instead of stalling a
+// chain between two of its steps (lower() keeps graph order where they would mostly end busy blocks:
+// sinks_mostly_spare). Every tile still waits only for tiles placed before it (a sink's producers in other graph
+// tasks are no sinks; among the sinks, tiles keep the global order, in which every wait points back), and every list
+// is in placement order, so the tile placed first among those not finished can always run: no deadlock.
 void schedule_static(LoweredProgram& p, const std::vector<char>& sink) {
   constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0,
                    kWaitStepsNs = 300.0;
@@ -256,9 +255,9 @@ bool sinks_mostly_spare(const LoweredProgram& p, const std::vector<char>& sink) 
 }
 
 // Static schedule: a tile-range dependency whose producer tiles all run on the consumer's own block needs no
-// wait: the block runs its list in increasing tile order, so they ran earlier, and the block barrier between
-// two tiles orders their stores before the consumer's loads. Dropped here; ranges with nothing to drop stay
-// shared between tiles.
+// wait: every producer is placed before its consumer and the block runs its list in order, so they ran earlier, and the
+// block barrier between two tiles orders their stores before the consumer's loads. Dropped here; ranges with nothing to
+// drop stay shared between tiles.
 void elide_local_dependencies(LoweredProgram& p) {
   std::vector<std::uint32_t> block_of(p.tiles.size(), 0);
   for (std::uint32_t b = 0; b < p.grid_blocks; ++b)
@@ -666,9 +665,9 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   p.barriers_per_run = is_level_mode(o.mode) ? a.num_levels - 1 : 0;
   if (p.schedule == Schedule::static_list) {
     const std::vector<char> in_order(p.tasks.size(), 0);
-    const bool sinks = o.sinks_last && !is_level_mode(o.mode);
-    schedule_static(p, sinks ? sink_tasks(p, a) : in_order);
-    if (sinks && !sinks_mostly_spare(p, sink_tasks(p, a)))
+    const std::vector<char> sink = o.sinks_last && !is_level_mode(o.mode) ? sink_tasks(p, a) : in_order;
+    schedule_static(p, sink);
+    if (sink != in_order && !sinks_mostly_spare(p, sink))
       schedule_static(p, in_order);
     elide_local_dependencies(p);
     if (o.forward)
