@@ -16,17 +16,18 @@ namespace {
 // The words a forwarded tile takes from registers: its input row (forwarded_input).
 std::span<const std::uint32_t> input_words(const program::ProgramView& v, std::uint32_t tile) {
   const program::TaskDesc& t = v.tasks[v.tiles[tile].task];
-  const ForwardedInput in = forwarded_input(t, v.tiles[tile].index);
+  const ForwardedRow in = forwarded_input(t, v.tiles[tile].index);
   const auto* base = static_cast<const std::uint32_t*>(v.buffers[t.in_buffer]);
   return {base + in.first, static_cast<std::size_t>(in.count)};
 }
 
-// The words of the row a forwarding source tile (a one-row tile writing whole rows) wrote.
+// The words of the row a forwarding source tile (a one-row tile writing whole rows, a lean look-back tile) wrote
+// (forwarded_output).
 std::span<const std::uint32_t> output_words(const program::ProgramView& v, std::uint32_t tile) {
   const program::TaskDesc& t = v.tasks[v.tiles[tile].task];
-  const program::ItemRange rows = program::tile_items(t, v.tiles[tile].index);
+  const ForwardedRow out = forwarded_output(t, v.tiles[tile].index);
   const auto* base = static_cast<const std::uint32_t*>(v.buffers[t.out_buffer]);
-  return {base + t.out_offset + rows.begin * t.cols, static_cast<std::size_t>(t.cols)};
+  return {base + out.first, static_cast<std::size_t>(out.count)};
 }
 
 } // namespace

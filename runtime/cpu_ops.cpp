@@ -425,7 +425,8 @@ bool execute_tile(const program::ProgramView& view, const program::RunParams& pa
   const TaskDesc& task = view.tasks[view.tiles[tile].task];
   const TileCtx c{view, params, worker, tile, task};
   const program::DescriptorCheck check = program::check_descriptor(
-      task, view.num_buffers, view.scan_chunk, kernels::kHistogramMaxBins, kernels::kScatterMaxBins);
+      task, view.num_buffers, view.scan_chunk, kernels::lean_max_cols(static_cast<int>(view.threads)),
+      kernels::kHistogramMaxBins, kernels::kScatterMaxBins);
   if (!check.ok) {
     program::raise_bad_descriptor(view, worker, tile, static_cast<std::uint32_t>(check.field));
     return false;

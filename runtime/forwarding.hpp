@@ -39,17 +39,28 @@ template <class F> void for_each_forward_source(const LoweredProgram& p, F f) {
   }
 }
 
-// The input elements of tile `index` of task `t` that forwarding replaces: its one row (a row op), or its elements (a
-// lean partial tile), as [first, first + count) of the task's input buffer.
-struct ForwardedInput {
+// A row forwarding moves: elements [first, first + count) of one buffer.
+struct ForwardedRow {
   std::int64_t first;
   std::int64_t count;
 };
-inline ForwardedInput forwarded_input(const program::TaskDesc& t, std::uint32_t index) {
+
+// The input elements of tile `index` of task `t` that forwarding replaces: its one row (a row op), or its elements (a
+// lean partial or look-back tile), in the task's input buffer.
+inline ForwardedRow forwarded_input(const program::TaskDesc& t, std::uint32_t index) {
   const program::ItemRange items = program::tile_items(t, index);
   if (!program::is_row_op(t.opcode))
     return {t.in_offset + items.begin, items.size()};
   return {t.in_offset + items.begin * t.cols, t.cols};
+}
+
+// The row that tile `index` of task `t` leaves in the block's registers as a forwarding source, in the task's output
+// buffer: the last row of a row tile writing whole rows, or a lean look-back tile's elements (its one row).
+inline ForwardedRow forwarded_output(const program::TaskDesc& t, std::uint32_t index) {
+  const program::ItemRange items = program::tile_items(t, index);
+  if (!program::is_row_op(t.opcode))
+    return {static_cast<std::int64_t>(t.out_offset) + items.begin, items.size()};
+  return {static_cast<std::int64_t>(t.out_offset) + (items.end - 1) * t.cols, t.cols};
 }
 
 } // namespace gridflow

@@ -13,7 +13,7 @@ bool lean_program(const LoweredProgram& p, std::uint32_t threads) {
 
 bool resident_lean_program(const LoweredProgram& p, std::uint32_t threads) {
   for (const program::TaskDesc& t : p.tasks)
-    if (program::lean_partials(t, static_cast<int>(threads)))
+    if (program::lean_cross_tiles(t, static_cast<int>(threads)))
       return false;
   return lean_program(p, threads);
 }
@@ -55,6 +55,15 @@ program::TileInstr instr_of(const LoweredProgram& p, std::uint32_t tile, const s
     in.out = address(t.out_buffer, t.out_offset);
     return in;
   }
+  if (t.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all)) {
+    // A lean look-back tile: one row of its elements, written in place of them in the output.
+    in.rows = 1;
+    in.cols = static_cast<std::uint32_t>(rows.size());
+    in.out_stride = in.cols;
+    in.in = address(t.in_buffer, t.in_offset + rows.begin);
+    in.out = address(t.out_buffer, t.out_offset + rows.begin);
+    return in;
+  }
   in.in = address(t.in_buffer, t.in_offset + rows.begin * t.cols);
   in.out = address(t.out_buffer, t.out_offset + rows.begin * program::output_per_item(t));
   return in;
@@ -73,7 +82,8 @@ std::vector<program::TileInstr> tile_instrs(const LoweredProgram& p, const std::
 }
 
 bool needs_close_barrier(const program::TileInstr& tile, const program::TileInstr* next) {
-  if (tile.flags & (program::kSignalTiles | program::kSignalCounter | program::kPollInputs))
+  if (tile.flags & (program::kSignalTiles | program::kSignalCounter | program::kPollInputs) ||
+      tile.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all)) // its look-back may fail
     return true;
   return next != nullptr && !(next->flags & program::kForwardInput);
 }
@@ -81,7 +91,8 @@ bool needs_close_barrier(const program::TileInstr& tile, const program::TileInst
 bool plain_tile(const LoweredProgram& p, const program::TileInstr& tile) {
   constexpr std::uint32_t kProtocol = program::kPollInputs | program::kSentinelOutput;
   if (tile.tile >= p.tiles.size() || tile.task >= p.tasks.size() || (tile.flags & kProtocol) || tile.dep_count != 0 ||
-      tile.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all)) // a partial's protocol is not plain
+      tile.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all) || // a partial's protocol is not plain
+      tile.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all))     // nor a look-back
     return false;
   const bool whole_rows_out = tile.opcode != static_cast<std::uint32_t>(program::Opcode::reduce_rows);
   const bool aligned = tile.in % 16 == 0 && tile.in != 0 && tile.out != 0 &&

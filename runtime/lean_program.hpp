@@ -2,7 +2,8 @@
 // (the task's opcode, flags and shape, the tile's first input and output addresses, its dependency list, its level),
 // so a block's loop reads one record per tile, prefetched a tile ahead, and nothing else of the program. Built by the
 // executors from a LoweredProgram whose every task runs as lean tiles (lean_tiles, runtime/tiles.hpp): lean row tiles,
-// and lean partial tiles of a whole-range reduce (one row of its elements, `out` the task's value).
+// lean partial tiles of a whole-range reduce (one row of its elements, `out` the task's value) and lean look-back
+// tiles of a whole-range scan (one row of its elements, `out` where their scan goes).
 #pragma once
 
 #include "runtime/lowered_program.hpp"
@@ -14,7 +15,7 @@
 namespace gridflow::program {
 
 struct alignas(16) TileInstr {
-  std::uint32_t opcode = 0;    // Opcode (a row op, or reduce_all as lean partials)
+  std::uint32_t opcode = 0;    // Opcode (a row op, reduce_all as lean partials, scan_all as lean look-back tiles)
   std::uint32_t flags = 0;     // the task's TaskFlag bits and, for this tile, kForwardInput
   std::uint32_t fn = 0;        // ReduceFn or ScanFn
   std::uint32_t dtype = 0;     // DType of the input
@@ -39,9 +40,10 @@ namespace gridflow {
 bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 
 // Whether the resident kernel's lean path can run `program` at `threads` per block: lean_program, and no task runs as
-// lean partial tiles. That path is compiled without them (runtime/gpu/resident_kernel.cuh: the lean Block inlined
-// beside the interpreter with their arrival and fold under every access policy is more than ptxas compiles in bounded
-// memory), so such a program runs the resident interpreter, which runs lean partial tiles out of line.
+// lean tiles that share state across tiles (lean partials, lean look-back scans: runtime/tiles.hpp, lean_cross_tiles).
+// That path is compiled without them (runtime/gpu/resident_kernel.cuh: the lean Block inlined beside the interpreter
+// with their protocol under every access policy is more than ptxas compiles in bounded memory), so such a program
+// runs the resident interpreter, which runs those tiles out of line.
 bool resident_lean_program(const LoweredProgram& program, std::uint32_t threads);
 
 // One instruction per global tile (dynamic claims), and one per static list entry in list order (static claims:
@@ -50,16 +52,17 @@ bool resident_lean_program(const LoweredProgram& program, std::uint32_t threads)
 // The closing barrier (kCloseBarrier): a lean tile's body has a block barrier between its loads and its stores (every
 // row op reduces across the block first), so the only reasons for another one at its end are a signal (the leader
 // publishes after every thread's stores), a poll that may have failed (the abort flag is read by all after a
-// barrier), and a next tile on the block that reads memory before its first barrier (one that is not forwarded, or
-// one claimed dynamically, which the block cannot know). Every other tile ends without one.
+// barrier), a look-back tile's wait that may have failed likewise, and a next tile on the block that reads memory
+// before its first barrier (one that is not forwarded, or one claimed dynamically, which the block cannot know).
+// Every other tile ends without one.
 //
 // A plain tile (kPlainTile, static lists only): one whose run is its body and, where the instruction has them, its
 // closing barrier and signal, so the lean megakernel runs it without the claim's descriptor checks and the wait: it
 // waits for nothing (no dependency left after elision), polls nothing, writes no sentinel-mode output, and is one
 // full row (lean_max_cols(threads) columns) of 16-byte groups, so its body takes the path without row loop, column
-// or alignment tests; never a lean partial tile (its arrival and fold are protocol). Everything it reads and writes is
-// the instruction's own (`in`, `out`), as for every lean tile; what it publishes (kSignalTiles, kSignalCounter) it
-// publishes after its closing barrier, as every tile does.
+// or alignment tests; never a lean partial or look-back tile (their arrival, fold and look-back are protocol).
+// Everything it reads and writes is the instruction's own (`in`, `out`), as for every lean tile; what it publishes
+// (kSignalTiles, kSignalCounter) it publishes after its closing barrier, as every tile does.
 std::vector<program::TileInstr> tile_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 std::vector<program::TileInstr> block_instrs(const LoweredProgram& program, const std::vector<void*>& bases);
 

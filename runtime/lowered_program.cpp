@@ -26,6 +26,7 @@ program::ProgramView make_view(const LoweredProgram& p, const program::ProgramAr
   v.barriers_per_run = p.barriers_per_run;
   v.uses_tile_flags = p.uses_tile_flags ? 1u : 0u;
   v.scan_chunk = p.scan_chunk;
+  v.threads = p.threads_per_block;
   return v;
 }
 

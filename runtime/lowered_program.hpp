@@ -96,6 +96,7 @@ struct ProgramView {
   std::uint32_t barriers_per_run = 0;
   std::uint32_t uses_tile_flags = 0;
   std::uint32_t scan_chunk = 0; // LoweredProgram::scan_chunk
+  std::uint32_t threads = 0;    // LoweredProgram::threads_per_block
 };
 
 // What changes between runs of the same uploaded program.

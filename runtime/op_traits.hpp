@@ -131,20 +131,24 @@ inline constexpr const char* kDescriptorFieldNames[] = {
 static_assert(std::size(kDescriptorFieldNames) == kDescriptorFieldCount);
 
 // What is wrong with task descriptor `t` for a program of `num_buffers` buffers whose scan chunk is `chunk`
-// elements (threads x scan items), or nullopt-like `ok` when nothing is: the same checks in both executors.
+// elements (threads x scan items) and whose lean rows hold `lean_cols` elements (a scan_all tile of that size is a
+// lean look-back tile: runtime/tiles.hpp, lean_scans), or nullopt-like `ok` when nothing is: the same checks in both
+// executors.
 struct DescriptorCheck {
   bool ok = true;
   DescriptorField field = DescriptorField::buffer;
 };
 GRIDFLOW_HOST_DEVICE constexpr DescriptorCheck check_descriptor(const TaskDesc& t, std::uint32_t num_buffers,
-                                                                long long chunk, std::uint32_t histogram_max_bins,
+                                                                long long chunk, long long lean_cols,
+                                                                std::uint32_t histogram_max_bins,
                                                                 std::uint32_t scatter_max_bins) {
   const std::uint32_t op = t.opcode;
   if (op_has(kBufferOps, op) && (t.in_buffer >= num_buffers || t.out_buffer >= num_buffers))
     return {false, DescriptorField::buffer};
   if (op_has(kAuxOps, op) && t.aux_buffer >= num_buffers)
     return {false, DescriptorField::buffer};
-  if (op_has(kWholeChunkOps, op) && (t.tile_size <= 0 || t.tile_size % chunk != 0))
+  const bool lean_scan = op == static_cast<std::uint32_t>(Opcode::scan_all) && t.tile_size == lean_cols;
+  if (op_has(kWholeChunkOps, op) && (t.tile_size <= 0 || (t.tile_size % chunk != 0 && !lean_scan)))
     return {false, DescriptorField::tile_size};
   if (op_has(kHistogramBinOps, op) && (t.param == 0 || t.param > histogram_max_bins))
     return {false, DescriptorField::bins};

@@ -85,9 +85,24 @@ GRIDFLOW_HOST_DEVICE bool lean_partials(const TaskDesc& t, int threads) {
          t.num_tiles <= cols;
 }
 
-// True when the task's tiles are lean (lean rows or lean partials): what the lean megakernel runs.
+// True when the task is a whole-range scan cut into lean look-back tiles: tiles of lean_max_cols(threads) elements
+// (the last one shorter), each one lean row scanned by the lean body, its prefix from the deterministic look-back
+// over the task's tiles (runtime/gpu/device_access.cuh: LookbackPrefix) added before the row is stored. Both
+// megakernels run them with that body.
+GRIDFLOW_HOST_DEVICE bool lean_scans(const TaskDesc& t, int threads) {
+  return t.opcode == static_cast<std::uint32_t>(Opcode::scan_all) && t.tile_size == kernels::lean_max_cols(threads) &&
+         t.num_tiles >= 1;
+}
+
+// True when the task's lean tiles share state across tiles (lean partials, lean look-back scans): the lean Block
+// compiled without them (runtime/gpu/lean_kernel.cuh: CROSS_TILE) cannot run the task.
+GRIDFLOW_HOST_DEVICE bool lean_cross_tiles(const TaskDesc& t, int threads) {
+  return lean_partials(t, threads) || lean_scans(t, threads);
+}
+
+// True when the task's tiles are lean (lean rows, lean partials, lean look-back scans): what the lean megakernel runs.
 GRIDFLOW_HOST_DEVICE bool lean_tiles(const TaskDesc& t, int threads) {
-  return lean_rows(t, threads) || lean_partials(t, threads);
+  return lean_rows(t, threads) || lean_cross_tiles(t, threads);
 }
 
 // Scatter scratch: `num_tiles` count rows of `param` i32 bins, then (from this byte offset, line-aligned) one

@@ -305,8 +305,8 @@ void elide_local_dependencies(LoweredProgram& p) {
 // list to write whole rows wrote (runtime/forwarding.hpp: entries between that write none leave it in registers), and
 // that tile's task is g's task's only producer (its only RAW dependency), so nothing else wrote the row between them:
 // the lean megakernel keeps the row in registers instead of reading it back. The producer is a lean row tile of one
-// row writing whole rows; the consumer a lean row tile of one row and the same columns, or a lean partial tile whose
-// elements are that row.
+// row writing whole rows or a lean look-back tile; the consumer a lean row tile of one row, or a lean partial or
+// look-back tile, whose input elements are exactly the producer's row (runtime/forwarding.hpp).
 void assign_forwarding(LoweredProgram& p, const Analysis& a) {
   p.forwarded.clear();
   if (p.block_begin.empty())
@@ -329,14 +329,14 @@ void assign_forwarding(LoweredProgram& p, const Analysis& a) {
     const TileDesc& pt = p.tiles[prev];
     const TaskDesc& c = p.tasks[ct.task];
     const TaskDesc& pr = p.tasks[pt.task];
-    const bool row =
-        program::lean_rows(c, threads) && c.cols == pr.cols && program::tile_items(c, ct.index).size() == 1;
-    if (!(row || program::lean_partials(c, threads)) || !program::lean_rows(pr, threads) ||
-        program::op_has(program::kOnePerItemOps, pr.opcode) || c.in_buffer != pr.out_buffer)
+    const bool row = program::lean_rows(c, threads) && program::tile_items(c, ct.index).size() == 1;
+    const bool row_source = program::lean_rows(pr, threads) && !program::op_has(program::kOnePerItemOps, pr.opcode) &&
+                            program::tile_items(pr, pt.index).size() == 1;
+    if (!(row || program::lean_cross_tiles(c, threads)) || !(row_source || program::lean_scans(pr, threads)) ||
+        c.in_buffer != pr.out_buffer)
       return;
-    const program::ItemRange pr_rows = program::tile_items(pr, pt.index);
-    const ForwardedInput in = forwarded_input(c, ct.index);
-    if (pr_rows.size() != 1 || in.count != pr.cols || in.first != pr.out_offset + pr_rows.begin * pr.cols)
+    const ForwardedRow in = forwarded_input(c, ct.index), out = forwarded_output(pr, pt.index);
+    if (in.count != out.count || in.first != out.first)
       return;
     if (!one_raw_producer(c, pr.graph_task))
       return;
@@ -469,39 +469,42 @@ TaskDesc describe_task(const Graph& graph, const Analysis& a, std::uint32_t gi, 
   return d;
 }
 
-// Whether whole-range reduce `d` can be cut into lean partial tiles: more elements than one lean row (fewer run as
-// that row already), and lean_partials (runtime/tiles.hpp) holds once it is cut.
-bool lean_partials_fit(const TaskDesc& d, std::int64_t lean_cols, int threads) {
-  if (d.opcode != static_cast<std::uint32_t>(Opcode::reduce_all) || d.cols <= lean_cols)
+// Whether whole-range reduce or scan `d` can be cut into lean tiles that share state across tiles (lean partials,
+// lean look-back scans) under `o`'s tile policy: more elements than one lean row (fewer run as that row already), at
+// most one lean row of tiles (a scan's look-back then has two levels; longer scans keep their chunked tiles, each
+// many lean rows long), and lean_partials or lean_scans (runtime/tiles.hpp) holds once it is cut.
+bool lean_cross_tiles_fit(const TaskDesc& d, const LoweringOptions& o) {
+  const int threads = static_cast<int>(o.threads_per_block);
+  const std::int64_t lean_cols = kernels::lean_max_cols(threads);
+  const bool reduce = d.opcode == static_cast<std::uint32_t>(Opcode::reduce_all) && o.tiles.lean_partials;
+  const bool scan = d.opcode == static_cast<std::uint32_t>(Opcode::scan_all) && o.tiles.lean_scans;
+  if (!(reduce || scan) || d.cols <= lean_cols || d.cols > lean_cols * lean_cols)
     return false;
   TaskDesc cut = d;
   cut.tile_size = lean_cols;
   cut.num_tiles = static_cast<std::uint32_t>(std::min<std::int64_t>(ceil_div(d.cols, lean_cols), kMaxTiles));
-  return program::lean_partials(cut, threads);
+  return program::lean_cross_tiles(cut, threads);
 }
 
-// A program of lean row tiles beside its whole-range reduces gets the reduces as lean partial tiles, so the lean
-// megakernel runs all of it (a reduce beside them would otherwise send every tile through the general megakernel).
-// In any other program, and in one of such reduces alone, they keep their streamed tiles (tile_size_for), which move
-// more bytes per tile.
-void cut_lean_partials(std::vector<TaskDesc>& tasks, const LoweringOptions& o) {
-  if (!o.tiles.lean_partials)
-    return;
+// A program of lean row tiles beside its whole-range reduces and scans gets those as lean partial or look-back tiles,
+// so the lean megakernel runs all of it (one such task beside them would otherwise send every tile through the
+// general megakernel). In any other program, and in one of such reduces and scans alone, they keep their streamed
+// tiles (tile_size_for), which move more bytes per tile.
+void cut_lean_cross_tiles(std::vector<TaskDesc>& tasks, const LoweringOptions& o) {
   const int threads = static_cast<int>(o.threads_per_block);
-  const std::int64_t lean_cols = kernels::lean_max_cols(threads);
-  bool reduces = false, rows = false;
+  bool cross = false, rows = false;
   for (const TaskDesc& d : tasks) {
-    if (lean_partials_fit(d, lean_cols, threads))
-      reduces = true;
+    if (lean_cross_tiles_fit(d, o))
+      cross = true;
     else if (program::lean_rows(d, threads))
       rows = true;
     else
       return;
   }
-  if (reduces && rows)
+  if (cross && rows)
     for (TaskDesc& d : tasks)
-      if (lean_partials_fit(d, lean_cols, threads))
-        d.tile_size = lean_cols;
+      if (lean_cross_tiles_fit(d, o))
+        d.tile_size = kernels::lean_max_cols(threads);
 }
 
 // Step 1: the tasks in topological order, each cut into tiles (at most kMaxTiles in all); returns each graph
@@ -514,7 +517,7 @@ std::vector<std::uint32_t> lower_tasks(const Graph& graph, const Analysis& a, co
   described.reserve(n);
   for (std::uint32_t pos = 0; pos < n; ++pos)
     described.push_back(describe_task(graph, a, a.order[pos], o));
-  cut_lean_partials(described, o);
+  cut_lean_cross_tiles(described, o);
   std::uint64_t tiles_total = 0;
   for (std::uint32_t pos = 0; pos < n; ++pos) {
     const std::uint32_t gi = a.order[pos];

@@ -49,6 +49,9 @@ struct TilePolicy {
   // Whole-range reduces beside lean row tiles as lean partial tiles, so the lean megakernel runs the program
   // (runtime/tiles.hpp: lean_partials); off: they keep their streamed tiles, on the general megakernel.
   bool lean_partials = true;
+  // Whole-range scans beside lean row tiles as lean look-back tiles, so the lean megakernel runs the program
+  // (runtime/tiles.hpp: lean_scans); off: they keep their chunked tiles, on the general megakernel.
+  bool lean_scans = true;
 
   // One target for every row-op tile, short softmax rows included (--row-tile-elements, tests, benchmarks).
   void set_row_tile_elements(std::int64_t elements) { row_tile_elements = short_softmax_tile_elements = elements; }

@@ -444,6 +444,8 @@ std::string body_key(const TaskDesc& t, std::uint32_t threads, bool lean) {
                                                             : "/long-rows";
   else if (program::lean_partials(t, static_cast<int>(threads)))
     key += "/lean-partials";
+  else if (program::lean_scans(t, static_cast<int>(threads)))
+    key += "/lean-scans";
   if (t.flags & program::kPollInputs)
     key += "/poll";
   if (lean)

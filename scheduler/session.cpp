@@ -64,6 +64,8 @@ std::string describe(const SessionOptions& o) {
                    o.tiles.waves, o.tiles.scan_items_per_thread, o.tiles.scan_chunks_per_tile);
   if (!o.tiles.lean_partials)
     s += " lean_partials=off";
+  if (!o.tiles.lean_scans)
+    s += " lean_scans=off";
   return s;
 }
 

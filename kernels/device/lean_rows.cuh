@@ -234,9 +234,10 @@ __device__ __forceinline__ LeanRow lean_softmax(const LeanRow& x, int n, bool lo
 
 // Row scan (inclusive or exclusive) of n columns under op: each thread scans its four elements, a warp scans the
 // threads' totals (shfl_up), the warps' totals go through s; pass v starts from the fold of every earlier pass.
+// `total`: the fold of the row's n elements, the same bits in every thread.
 template <int THREADS, class T, class Op>
 __device__ __forceinline__ LeanRow lean_scan(const LeanRow& x, int n, bool exclusive, Op op, LeanStorage<THREADS>& s,
-                                             int& half) {
+                                             int& half, T& total_out) {
   constexpr int kWarps = LeanStorage<THREADS>::kWarps;
   const int lane = lean_thread<THREADS>() & 31, warp = lean_thread<THREADS>() >> 5;
   const T identity = Op::template identity<T>();
@@ -277,7 +278,32 @@ __device__ __forceinline__ LeanRow lean_scan(const LeanRow& x, int n, bool exclu
     }
     carry = op(carry, total);
   }
+  total_out = carry;
   return y;
+}
+
+template <int THREADS, class T, class Op>
+__device__ __forceinline__ LeanRow lean_scan(const LeanRow& x, int n, bool exclusive, Op op, LeanStorage<THREADS>& s,
+                                             int& half) {
+  T total;
+  return lean_scan<THREADS, T>(x, n, exclusive, op, s, half, total);
+}
+
+// Row reduction of n columns to its value: sum, max or min (fn is not argmax). Every thread returns the value's bits.
+template <int THREADS, class T>
+__device__ __forceinline__ std::uint32_t lean_reduce_value(const LeanRow& x, int n, ReduceFn fn,
+                                                           LeanStorage<THREADS>& s, int& half) {
+  auto fold = [&](auto op) {
+    T acc = decltype(op)::template identity<T>();
+#pragma unroll
+    for (int v = 0; v < kLeanVecs; ++v)
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        if (lean_col<THREADS>(v, k) < n)
+          acc = op(acc, lean_get<T>(x, v, k));
+    return cuda::std::bit_cast<std::uint32_t>(lean_allreduce<THREADS>(acc, op, s, half));
+  };
+  return fn == ReduceFn::sum ? fold(Sum{}) : fn == ReduceFn::max ? fold(Max{}) : fold(Min{});
 }
 
 // Row reduction of n columns: the value (sum, max, min) or, for argmax, the column of the first maximum (-1 when
@@ -316,17 +342,7 @@ __device__ __forceinline__ std::uint32_t lean_reduce(const LeanRow& x, int n, Re
     }
     return static_cast<std::uint32_t>(static_cast<std::int32_t>(best.index));
   }
-  auto fold = [&](auto op) {
-    T acc = decltype(op)::template identity<T>();
-#pragma unroll
-    for (int v = 0; v < kLeanVecs; ++v)
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        if (lean_col<THREADS>(v, k) < n)
-          acc = op(acc, lean_get<T>(x, v, k));
-    return cuda::std::bit_cast<std::uint32_t>(lean_allreduce<THREADS>(acc, op, s, half));
-  };
-  return fn == ReduceFn::sum ? fold(Sum{}) : fn == ReduceFn::max ? fold(Max{}) : fold(Min{});
+  return lean_reduce_value<THREADS, T>(x, n, fn, s, half);
 }
 
 } // namespace gridflow::kernels

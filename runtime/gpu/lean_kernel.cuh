@@ -68,10 +68,11 @@ __device__ __forceinline__ program::TileInstr load_instr(const program::TileInst
 }
 
 // Every member is force-inlined: interpret() and the body then compile into one function whose state stays in
-// registers (a call would put the block object and its forwarded row in local memory). PARTIALS: whether the block
-// runs lean partial tiles; a block built without them (the resident kernel, whose interpreter beside it runs them out
-// of line) raises a bad descriptor for one, and its host never gives it one (runtime/lean_program.hpp).
-template <int THREADS, bool SENTINEL, bool PARTIALS = true> class LeanBlock {
+// registers (a call would put the block object and its forwarded row in local memory). CROSS_TILE: whether the block
+// runs lean partial and look-back tiles (runtime/tiles.hpp: lean_cross_tiles); a block built without them (the
+// resident kernel, whose interpreter beside it runs them out of line) raises a bad descriptor for one, and its host
+// never gives it one (runtime/lean_program.hpp).
+template <int THREADS, bool SENTINEL, bool CROSS_TILE = true> class LeanBlock {
 public:
   // Static lists: starts copying the block's first two instructions and waits for the first (the kernel's opening
   // barrier publishes it).
@@ -184,21 +185,23 @@ public:
   __device__ __forceinline__ std::uint32_t signal_flags(std::uint32_t) const { return cur_.flags; }
 
   // Every thread. Ends with a block barrier after every store where the instruction asks for one (kCloseBarrier: set
-  // by the host wherever the tile signals or polls, or the block's next tile reads memory), so the leader may signal
-  // at once.
+  // by the host wherever the tile signals, polls or looks back, or the block's next tile reads memory), so the leader
+  // may signal at once.
   __device__ __forceinline__ bool execute(std::uint32_t tile) {
     LeanShared<THREADS>& s = lean_shared<THREADS>();
     const program::TileInstr& in = cur_;
     const bool partial = in.opcode == static_cast<std::uint32_t>(program::Opcode::reduce_all);
-    if (in.tile != tile || in.in == 0 || in.out == 0 || (partial && (!PARTIALS || in.task >= v_.num_tasks))) {
-      // an entry out of step with its instruction, a bad buffer, a partial of no task or in a block without them
+    const bool scan = in.opcode == static_cast<std::uint32_t>(program::Opcode::scan_all);
+    if (in.tile != tile || in.in == 0 || in.out == 0 ||
+        ((partial || scan) && (!CROSS_TILE || in.task >= v_.num_tasks))) {
+      // an entry out of step with its instruction, a bad buffer, a cross-tile op of no task or in a block without them
       if (threadIdx.x == 0)
         program::raise_bad_descriptor(v_, blockIdx.x, tile,
                                       static_cast<std::uint32_t>(program::DescriptorField::buffer));
       return false;
     }
     const TileSite* site = nullptr;
-    if (SENTINEL && (in.flags & program::kPollInputs)) {
+    if ((SENTINEL && (in.flags & program::kPollInputs)) || (CROSS_TILE && scan)) {
       const unsigned warp = threadIdx.x / 32;
       if ((threadIdx.x & 31) == 0)
         s.site[warp] = TileSite{protocol::WaitSite{reinterpret_cast<program::ControlBlock*>(v_.state), r_.timeout_ns,
@@ -218,12 +221,14 @@ public:
         static_cast<int>(in.cols),
         static_cast<int>(in.out_stride),
         partial ? lean_partials_of(v_.state, v_.tasks[in.task], in.tile - v_.tasks[in.task].first_tile, r_.epoch)
-                : LeanPartials{}};
-    lean_tile<THREADS, SENTINEL, PARTIALS>(t, site, s.rows, half_, &forward_);
+                : LeanPartials{},
+        scan ? lean_lookback_of(v_.state, v_.tasks[in.task], in.tile - v_.tasks[in.task].first_tile, r_.epoch, site)
+             : LeanLookback{}};
+    lean_tile<THREADS, SENTINEL, CROSS_TILE>(t, site, s.rows, half_, &forward_);
     if (!(in.flags & program::kCloseBarrier))
-      return true; // no poll (else the barrier is asked for), so no abort from this body
+      return true; // no poll and no look-back (else the barrier is asked for), so no abort from this body
     __syncthreads();
-    return !SENTINEL || s.abort == 0;
+    return !(SENTINEL || CROSS_TILE) || s.abort == 0;
   }
 
   // The copy of list entry i (a list position) into its slot; an empty group past the list's end.

@@ -28,9 +28,26 @@ __device__ __forceinline__ LeanPartials lean_partials_of(unsigned char* state, c
           std::uint64_t{t.num_tiles} * epoch, index, t.num_tiles};
 }
 
+// A lean look-back tile's part of its task's state (runtime/tiles.hpp: lean_scans): the task's look-back words, the
+// tile's index in its task, the task's number of tiles, the run's epoch, and where a failed wait is recorded.
+struct LeanLookback {
+  std::uint64_t* words = nullptr;
+  std::uint32_t index = 0;
+  std::uint32_t tiles = 0;
+  std::uint32_t epoch = 0;
+  const TileSite* site = nullptr;
+};
+
+// Tile `index` of task `t`'s look-back in the arena at `state`, in run `epoch`, its failed waits recorded at `site`.
+__device__ __forceinline__ LeanLookback lean_lookback_of(unsigned char* state, const program::TaskDesc& t,
+                                                         std::uint32_t index, std::uint32_t epoch,
+                                                         const TileSite* site) {
+  return {reinterpret_cast<std::uint64_t*>(state + t.scratch), index, t.num_tiles, epoch, site};
+}
+
 // What one lean tile is: the task's opcode, fn, dtype and flags, its rows (rows of cols columns from `in`; output
-// rows of out_stride elements from `out`), and for a lean partial tile (reduce_all: one row, `out` the task's value)
-// its partials.
+// rows of out_stride elements from `out`), for a lean partial tile (reduce_all: one row, `out` the task's value) its
+// partials, and for a lean look-back tile (scan_all: one row, `out` where its scan goes) its look-back.
 struct LeanTile {
   std::uint32_t opcode;
   std::uint32_t fn;
@@ -42,13 +59,35 @@ struct LeanTile {
   int cols;
   int out_stride;
   LeanPartials partials{};
+  LeanLookback lookback{};
 };
+
+// Every thread of the last arriving tile's block: task `p`'s partials (relaxed loads: the arrivals' release sequence
+// ordered them before the arrival's acquire, a block barrier after it) as one lean row, folded with the row's
+// reduction (fn: sum, max or min) through s.word[half]; every thread returns the total's bits, and the caller's next
+// reduction uses the other half. Out of line: it runs once per task, and one copy per block size and element type
+// serves every access policy's tile body instead of one inlined into each.
+template <int THREADS, class T>
+__device__ __noinline__ std::uint32_t lean_fold_partials(const LeanPartials p, const ReduceFn fn,
+                                                         kernels::LeanStorage<THREADS>& s, int half) {
+  kernels::LeanRow x;
+#pragma unroll
+  for (int v = 0; v < kernels::kLeanVecs; ++v)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int c = kernels::lean_col<THREADS>(v, k);
+      x.w[v][k] = c < static_cast<int>(p.tiles)
+                      ? static_cast<std::uint32_t>(
+                            protocol::atomic_ref<std::uint64_t>(p.parts[c].value).load(cuda::std::memory_order_relaxed))
+                      : 0u;
+    }
+  return kernels::lean_reduce_value<THREADS, T>(x, static_cast<int>(p.tiles), fn, s, half);
+}
 
 // Every thread, each holding the tile's value `bits`: the end of a lean partial tile. A task of one tile stores the
 // value; else the leader stores the tile's partial and arrives at the task's counter (acq_rel), a block barrier
-// tells every thread whether it was the last, and the last arriver's block loads every partial (relaxed: the
-// arrivals' release sequence ordered them before its acquire, the barrier after it) as one lean row and folds it
-// with the row's reduction: the same pairwise order whichever tile arrives last, so the same bits in every run.
+// tells every thread whether it was the last, and the last arriver's block folds every partial
+// (lean_fold_partials): the same pairwise order whichever tile arrives last, so the same bits in every run.
 template <int THREADS, class T, class Store>
 __device__ __forceinline__ void lean_partial(const LeanTile& t, std::uint32_t bits, std::uint32_t* out, Store store,
                                              kernels::LeanStorage<THREADS>& s, int& half) {
@@ -69,21 +108,28 @@ __device__ __forceinline__ void lean_partial(const LeanTile& t, std::uint32_t bi
   half ^= 1;
   if (!last)
     return;
-  kernels::LeanRow x;
-#pragma unroll
-  for (int v = 0; v < kernels::kLeanVecs; ++v)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int c = kernels::lean_col<THREADS>(v, k);
-      x.w[v][k] = c < static_cast<int>(p.tiles)
-                      ? static_cast<std::uint32_t>(
-                            protocol::atomic_ref<std::uint64_t>(p.parts[c].value).load(cuda::std::memory_order_relaxed))
-                      : 0u;
-    }
-  const std::uint32_t total =
-      kernels::lean_reduce<THREADS, T>(x, static_cast<int>(p.tiles), static_cast<ReduceFn>(t.fn), s, half);
+  const std::uint32_t total = lean_fold_partials<THREADS, T>(p, static_cast<ReduceFn>(t.fn), s, half);
+  half ^= 1;
   if (threadIdx.x == 0)
     store(out, total);
+}
+
+// Every thread of a lean look-back tile's block: the fold under Op of every earlier tile's aggregate (the identity for
+// tile 0), from warp 0's deterministic look-back (LookbackPrefix) with this tile's aggregate `total`, through
+// s.word[half][0]; the caller's next reduction uses the other half. A failed wait sets the site's abort flag (the
+// tile's closing barrier publishes it). Out of line, one copy per block size, element type and operator, as
+// lean_fold_partials.
+template <int THREADS, class T, class Op>
+__device__ __noinline__ T lean_lookback_prefix(const LeanLookback b, const T total, kernels::LeanStorage<THREADS>& s,
+                                               int half) {
+  if (threadIdx.x < 32) {
+    LookbackPrefix<T, Op> lookback{b.site, b.words, b.tiles, b.index, b.epoch, Op{}};
+    const T prefix = lookback(total);
+    if (threadIdx.x == 0)
+      s.word[half][0] = to_bits(prefix);
+  }
+  __syncthreads();
+  return from_bits<T>(s.word[half][0]);
 }
 
 // The row as a sentinel-mode store leaves it in memory: the sentinel's bit pattern becomes the canonical NaN.
@@ -115,8 +161,8 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
       x = *forward;
     else
       kernels::lean_load<THREADS, T>(x, src, n, T(0), load, vector);
-    if constexpr (OP == program::Opcode::reduce_all) {
-      const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
+    if constexpr (OP == program::Opcode::reduce_all) { // never argmax (runtime/tiles.hpp: lean_partials)
+      const std::uint32_t bits = kernels::lean_reduce_value<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
       lean_partial<THREADS, T>(t, bits, reinterpret_cast<std::uint32_t*>(dst), store, s, half);
     } else if constexpr (!kWholeRowOut) {
       const std::uint32_t bits = kernels::lean_reduce<THREADS, T>(x, n, static_cast<ReduceFn>(t.fn), s, half);
@@ -124,10 +170,22 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
         store(reinterpret_cast<std::uint32_t*>(dst), bits);
     } else {
       kernels::LeanRow y;
-      if constexpr (OP == program::Opcode::softmax_rows)
+      if constexpr (OP == program::Opcode::softmax_rows) {
         y = kernels::lean_softmax<THREADS>(x, n, t.flags & program::kLogSoftmax, s, half);
-      else
+      } else if constexpr (OP == program::Opcode::scan_all) {
+        // The row's scan, then every element folded after the prefix of the tiles before it.
+        T total;
+        y = kernels::lean_scan<THREADS, T>(x, n, t.flags & program::kExclusive, ScanOp{}, s, half, total);
+        const T prefix = lean_lookback_prefix<THREADS, T, ScanOp>(t.lookback, total, s, half);
+        half ^= 1;
+#pragma unroll
+        for (int v = 0; v < kernels::kLeanVecs; ++v)
+#pragma unroll
+          for (int k = 0; k < 4; ++k)
+            kernels::lean_set(y, v, k, ScanOp{}(prefix, kernels::lean_get<T>(y, v, k)));
+      } else {
         y = kernels::lean_scan<THREADS, T>(x, n, t.flags & program::kExclusive, ScanOp{}, s, half);
+      }
       kernels::lean_store<THREADS, T>(y, dst, n, store, vector);
       if (forward != nullptr) {
         if constexpr (cuda::std::is_same_v<Store, CanonicalStore>) // the policy of tiles with kSentinelOutput
@@ -156,8 +214,9 @@ __device__ __forceinline__ void lean_rows_as(const LeanTile& t, Load load, Store
   }
 }
 
-// PARTIALS: whether lean partial tiles are compiled in (never in a plain tile: lean_program.cpp, plain_tile).
-template <int THREADS, bool PLAIN, bool PARTIALS, class Load, class Store>
+// CROSS_TILE: whether lean partial and look-back tiles are compiled in (never in a plain tile: lean_program.cpp,
+// plain_tile).
+template <int THREADS, bool PLAIN, bool CROSS_TILE, class Load, class Store>
 __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Store store,
                                                kernels::LeanStorage<THREADS>& s, int& half, kernels::LeanRow* forward) {
   using program::Opcode;
@@ -177,8 +236,20 @@ __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Sto
       max ? lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Max>(t, load, store, s, half, forward)
           : lean_rows_as<THREADS, PLAIN, Opcode::scan_rows, float, kernels::Sum>(t, load, store, s, half, forward);
     break;
+  case Opcode::scan_all: // lean look-back tiles
+    if constexpr (!PLAIN && CROSS_TILE) {
+      if (i32)
+        max ? lean_rows_as<THREADS, false, Opcode::scan_all, std::int32_t, kernels::Max>(t, load, store, s, half,
+                                                                                         forward)
+            : lean_rows_as<THREADS, false, Opcode::scan_all, std::int32_t, kernels::Sum>(t, load, store, s, half,
+                                                                                         forward);
+      else
+        max ? lean_rows_as<THREADS, false, Opcode::scan_all, float, kernels::Max>(t, load, store, s, half, forward)
+            : lean_rows_as<THREADS, false, Opcode::scan_all, float, kernels::Sum>(t, load, store, s, half, forward);
+    }
+    break;
   case Opcode::reduce_all: // lean partials
-    if constexpr (!PLAIN && PARTIALS)
+    if constexpr (!PLAIN && CROSS_TILE)
       i32 ? lean_rows_as<THREADS, false, Opcode::reduce_all, std::int32_t, kernels::Sum>(t, load, store, s, half,
                                                                                          forward)
           : lean_rows_as<THREADS, false, Opcode::reduce_all, float, kernels::Sum>(t, load, store, s, half, forward);
@@ -192,23 +263,25 @@ __device__ __forceinline__ void lean_tile_with(const LeanTile& t, Load load, Sto
 
 // The lean megakernel's dispatch: tile `t` under its sync mode's access policies; `site` is where a failed poll is
 // recorded. SENTINEL (a program in sentinel mode): polled inputs and canonical outputs as the tile's flags say; else
-// plain loads and stores only, so the other mode's kernel carries no policy code it never runs. PARTIALS: as in
+// plain loads and stores only, so the other mode's kernel carries no policy code it never runs. CROSS_TILE: as in
 // lean_tile_with.
-template <int THREADS, bool SENTINEL, bool PARTIALS>
+template <int THREADS, bool SENTINEL, bool CROSS_TILE>
 __device__ __forceinline__ void lean_tile(const LeanTile& t, const TileSite* site, kernels::LeanStorage<THREADS>& s,
                                           int& half, kernels::LeanRow* forward) {
   if constexpr (SENTINEL) {
     const bool poll = t.flags & program::kPollInputs, canonical = t.flags & program::kSentinelOutput;
     if (poll)
-      canonical ? lean_tile_with<THREADS, false, PARTIALS>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
-                : lean_tile_with<THREADS, false, PARTIALS>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
+      canonical
+          ? lean_tile_with<THREADS, false, CROSS_TILE>(t, PollLoad{site}, CanonicalStore{}, s, half, forward)
+          : lean_tile_with<THREADS, false, CROSS_TILE>(t, PollLoad{site}, kernels::PlainStore{}, s, half, forward);
     else
       canonical
-          ? lean_tile_with<THREADS, false, PARTIALS>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
-          : lean_tile_with<THREADS, false, PARTIALS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+          ? lean_tile_with<THREADS, false, CROSS_TILE>(t, kernels::PlainLoad{}, CanonicalStore{}, s, half, forward)
+          : lean_tile_with<THREADS, false, CROSS_TILE>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half,
+                                                       forward);
   } else {
     (void)site;
-    lean_tile_with<THREADS, false, PARTIALS>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
+    lean_tile_with<THREADS, false, CROSS_TILE>(t, kernels::PlainLoad{}, kernels::PlainStore{}, s, half, forward);
   }
 }
 

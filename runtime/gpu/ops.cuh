@@ -156,6 +156,28 @@ __device__ __noinline__ void lean_partial_tile(TileContext<THREADS> c, Load load
                                                                              nullptr);
 }
 
+// A lean look-back tile (runtime/tiles.hpp: lean_scans) with the lean megakernel's body: one row of the tile's
+// elements scanned, the prefix of the tiles before it from the look-back, the row stored (lean_ops.cuh).
+template <int THREADS, class T, class ScanOp, class Load, class Store>
+__device__ __noinline__ void lean_scan_tile(TileContext<THREADS> c, Load load, Store store) {
+  const program::TaskDesc& t = c.task();
+  const program::ItemRange items = program::tile_items(t, c.index);
+  const int n = static_cast<int>(items.size());
+  const LeanTile lt{t.opcode,
+                    t.fn,
+                    t.dtype,
+                    t.flags,
+                    c.template in<std::uint32_t>() + items.begin,
+                    c.template out<std::uint32_t>() + items.begin,
+                    1,
+                    n,
+                    n,
+                    LeanPartials{},
+                    lean_lookback_of(c.state, t, c.index, c.epoch, &c.site())};
+  int half = 0; // the tile ends with the interpreter's barrier
+  lean_rows_as<THREADS, false, program::Opcode::scan_all, T, ScanOp>(lt, load, store, c.s().lean, half, nullptr);
+}
+
 template <int THREADS, class T, class Load, class Store>
 __device__ void reduce_rows(TileContext<THREADS> c, Load load, Store store) {
   const auto fn = static_cast<ReduceFn>(c.task().fn);
@@ -388,6 +410,14 @@ __device__ __forceinline__ bool dispatch_lean(TileContext<THREADS> c, Load load,
   case Opcode::reduce_all: // lean partials
     is_i32 ? lean_partial_tile<THREADS, std::int32_t>(c, load, store)
            : lean_partial_tile<THREADS, float>(c, load, store);
+    return true;
+  case Opcode::scan_all: // lean look-back tiles
+    if (is_i32)
+      is_max ? lean_scan_tile<THREADS, std::int32_t, kernels::Max>(c, load, store)
+             : lean_scan_tile<THREADS, std::int32_t, kernels::Sum>(c, load, store);
+    else
+      is_max ? lean_scan_tile<THREADS, float, kernels::Max>(c, load, store)
+             : lean_scan_tile<THREADS, float, kernels::Sum>(c, load, store);
     return true;
   default: // lean_tiles holds only for the ops above
     return false;

@@ -107,7 +107,7 @@ __device__ bool execute_tile(const program::ProgramView& v, const program::RunPa
   const program::TaskDesc& task = s.task;
   const program::DescriptorCheck check =
       program::check_descriptor(task, v.num_buffers, static_cast<long long>(THREADS) * scan_items(THREADS),
-                                kernels::kHistogramMaxBins, kernels::kScatterMaxBins);
+                                kernels::lean_max_cols(THREADS), kernels::kHistogramMaxBins, kernels::kScatterMaxBins);
   if (!check.ok) {
     if (threadIdx.x == 0)
       program::raise_bad_descriptor(v, blockIdx.x, tile, static_cast<std::uint32_t>(check.field));

@@ -16,7 +16,7 @@ class GpuLean : public testing::GpuTest {};
 
 // Every lean row op over rows x cols: softmax and log-softmax, row scans (sum and max, inclusive and exclusive, one in
 // place), row reductions (sum, max, min, argmax), i32 scans and reductions, a view that starts one element in (not
-// 16-byte aligned, so the bodies load element by element), and whole-range reductions of those buffers.
+// 16-byte aligned, so the bodies load element by element), and whole-range reductions and scans of those buffers.
 Graph lean_graph(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   Graph g("lean");
   g.add_buffer("x", DType::f32, {rows, cols}, InitUniform{-3, 3, seed});
@@ -55,6 +55,17 @@ Graph lean_graph(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   g.reduce("all_min", "s1", "t_min", ReduceFn::min);
   g.reduce("all_isum", "k", "t_isum", ReduceFn::sum);
   g.reduce("all_off", ViewSpec::block("off", 1, rows, cols), "t_off", ReduceFn::sum);
+  // Whole-range scans beside them: lean look-back tiles likewise (sum and max, inclusive and exclusive, i32, an
+  // unaligned view), one of them read by a softmax of its rows.
+  for (const char* b : {"a_sum", "a_ex", "a_max", "a_off", "a_soft"})
+    g.add_buffer(b, DType::f32, {rows, cols});
+  g.add_buffer("a_isum", DType::i32, {rows, cols});
+  g.scan("all_scan", "p", "a_sum", ScanFn::sum);
+  g.scan("all_scan_ex", "x", "a_ex", ScanFn::sum, true);
+  g.scan("all_scan_max", "s1", "a_max", ScanFn::max);
+  g.scan("all_iscan", "k", "a_isum", ScanFn::sum);
+  g.scan("all_scan_off", ViewSpec::block("off", 1, rows, cols), "a_off", ScanFn::sum);
+  g.softmax("after_scan", "a_sum", "a_soft");
   return g;
 }
 

@@ -616,11 +616,12 @@ TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
   });
   EXPECT_TRUE(program::lean_partials(task(most, "big_sum"), 256));
   EXPECT_TRUE(lean_program(most, 256));
-  // Beside a whole-range scan, an argmax (its partials would need indices) or a reduce of more partials than a lean
-  // row folds, every reduce keeps its streamed tiles; so do reduces with no lean rows beside them.
+  // Beside a histogram, an argmax (its partials would need indices) or a reduce of more partials than a lean row
+  // folds, every reduce keeps its streamed tiles; so do reduces with no lean rows beside them.
   const std::vector<std::function<void(Graph&)>> others = {[](Graph& g) {
-                                                             g.add_buffer("c", DType::f32, {16 * 1024});
-                                                             g.scan("other", "x3", "c", ScanFn::sum);
+                                                             g.add_buffer("kk", DType::i32, {4096}, InitUniform{0, 7});
+                                                             g.add_buffer("h", DType::i32, {8});
+                                                             g.histogram("other", "kk", "h");
                                                            },
                                                            [](Graph& g) {
                                                              g.add_buffer("ta", DType::i32, {1});
@@ -650,6 +651,90 @@ TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
   alone.add_buffer("s", DType::f32, {1});
   alone.reduce("sum", "x", "s", ReduceFn::sum);
   EXPECT_FALSE(program::lean_partials(lower_graph(alone, SyncMode::flags).tasks.at(0), 256));
+}
+
+// Whole-range scans beside lean row tiles become lean look-back tiles (one lean row of elements each, the last one
+// shorter): the lean megakernel runs the whole program, a row op over a scan's output waits for the scan tiles under
+// its rows only, and the descriptor check takes the lean tile size; off, alone or beside another op, they keep their
+// chunked tiles.
+TEST(Lowering, WholeRangeScansBesideLeanRowsRunAsLeanLookbackTiles) {
+  Graph g = softmax_row_chain(2); // x0 -> x1 -> x2, 16 x 1024
+  g.add_buffer("c", DType::f32, {16, 1024});
+  g.add_buffer("after", DType::f32, {16, 1024});
+  g.add_buffer("odd", DType::i32, {5000}, InitUniform{});
+  g.add_buffer("odd_out", DType::i32, {5000});
+  g.scan("scan", "x1", "c", ScanFn::sum);
+  g.softmax("after_scan", "c", "after");
+  g.scan("odd_scan", "odd", "odd_out", ScanFn::max, true);
+  const LoweredProgram p = lower_graph(g, SyncMode::flags, 132, Schedule::static_list);
+  const auto task = [&](const char* name) {
+    const auto it = std::find(p.task_names.begin(), p.task_names.end(), name);
+    return p.tasks.at(static_cast<std::size_t>(it - p.task_names.begin()));
+  };
+  EXPECT_TRUE(lean_program(p, 256));
+  EXPECT_FALSE(resident_lean_program(p, 256)); // the resident kernel's lean path has no look-back tiles
+  const program::TaskDesc scan = task("scan"), odd = task("odd_scan"), after = task("after_scan");
+  EXPECT_EQ(scan.opcode, static_cast<std::uint32_t>(Opcode::scan_all));
+  EXPECT_EQ(scan.tile_size, 1024);
+  EXPECT_EQ(scan.num_tiles, 16u);
+  EXPECT_TRUE(program::lean_scans(scan, 256));
+  EXPECT_EQ(odd.num_tiles, 5u); // 4 x 1024 + 904
+  EXPECT_TRUE(program::lean_scans(odd, 256));
+  EXPECT_TRUE(program::check_descriptor(scan, 8, 4096, 1024, 1, 1).ok);
+  program::TaskDesc off_size = scan;
+  off_size.tile_size = 1000;
+  EXPECT_EQ(program::check_descriptor(off_size, 8, 4096, 1024, 1, 1).field, program::DescriptorField::tile_size);
+  // A row of the softmax after the scan waits for the one scan tile under it (kept, or elided as local).
+  for (std::uint32_t k = 0; k < after.num_tiles; ++k) {
+    const std::uint32_t id = after.first_tile + k;
+    const program::TileDesc& t = p.tiles[id];
+    std::vector<program::DepDesc> deps(p.deps.begin() + t.dep_first, p.deps.begin() + t.dep_first + t.dep_count);
+    if (!p.local_begin.empty())
+      deps.insert(deps.end(), p.local_deps.begin() + p.local_begin[id], p.local_deps.begin() + p.local_begin[id + 1]);
+    const program::ItemRange rows = program::tile_items(after, k);
+    std::size_t found = 0;
+    for (const program::DepDesc& dep : deps) {
+      if (p.task_names[dep.task] != "scan")
+        continue;
+      ++found;
+      EXPECT_EQ(dep.kind, static_cast<std::uint32_t>(DepKind::tiles)) << k;
+      EXPECT_EQ(dep.tile_begin, static_cast<std::uint32_t>(rows.begin)) << k;
+      EXPECT_EQ(dep.tile_end, static_cast<std::uint32_t>(rows.end)) << k;
+    }
+    EXPECT_EQ(found, 1u) << k;
+  }
+  // The instructions: one row each, in and out at the tile's elements; each ends with a barrier; never plain.
+  const std::vector<void*> bases(p.buffers.size(), reinterpret_cast<void*>(std::uintptr_t{1} << 20));
+  std::size_t seen = 0;
+  for (const program::TileInstr& in : block_instrs(p, bases)) {
+    if (in.task >= p.tasks.size() || p.task_names[in.task] != "odd_scan")
+      continue;
+    const std::uint32_t index = in.tile - odd.first_tile;
+    EXPECT_EQ(in.rows, 1u);
+    EXPECT_EQ(in.cols, index + 1 < odd.num_tiles ? 1024u : 904u) << index;
+    EXPECT_EQ(in.out_stride, in.cols) << index;
+    EXPECT_EQ(in.in, (std::uint64_t{1} << 20) + 4 * (odd.in_offset + 1024 * index));
+    EXPECT_EQ(in.out, (std::uint64_t{1} << 20) + 4 * (odd.out_offset + 1024 * index));
+    EXPECT_NE(in.flags & program::kCloseBarrier, 0u);
+    EXPECT_EQ(in.flags & program::kPlainTile, 0u);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 5u);
+
+  LoweringOptions off;
+  off.tiles.lean_scans = false;
+  const Analysis a = analyze(g);
+  EXPECT_FALSE(lean_program(lower(g, a, off), 256)); // turned off: chunked tiles
+  Graph longer = softmax_row_chain(1);               // a scan of more tiles than one lean row keeps its chunks
+  longer.add_buffer("big", DType::f32, {(std::int64_t{1} << 20) + 1}, InitUniform{});
+  longer.add_buffer("big_out", DType::f32, {(std::int64_t{1} << 20) + 1});
+  longer.scan("big_scan", "big", "big_out", ScanFn::sum);
+  EXPECT_FALSE(lean_program(lower_graph(longer, SyncMode::flags, 132, Schedule::static_list), 256));
+  Graph alone("alone");
+  alone.add_buffer("x", DType::f32, {16 * 1024}, InitUniform{});
+  alone.add_buffer("s", DType::f32, {16 * 1024});
+  alone.scan("scan", "x", "s", ScanFn::sum);
+  EXPECT_FALSE(program::lean_scans(lower_graph(alone, SyncMode::flags).tasks.at(0), 256));
 }
 
 // A sum beside every step of a row chain (a sink: nothing waits for it) is placed after every other tile: on the 16
