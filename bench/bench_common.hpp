@@ -92,10 +92,13 @@ struct Args {
   }
 };
 
-// A gridflow configuration beside the default: a name and what it changes.
+// A gridflow configuration beside the default: a name, what it changes, and whether it keeps the default's bits
+// (false where it cuts float reduces or scans into other tiles, which reassociates them: only the float64 check
+// applies).
 struct Variant {
   const char* name;
   std::function<void(SessionOptions&)> change;
+  bool keeps_bits = true;
 };
 
 // The configurations the benchmarks time beside the default, one lever or mode changed in each.
@@ -105,7 +108,8 @@ inline std::vector<Variant> config_variants() {
       {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
       {"sinks in order", [](SessionOptions& o) { o.sinks_last = false; }},
       {"no plain tiles", [](SessionOptions& o) { o.exec.plain_tiles = false; }},
-      {"no lean partials", [](SessionOptions& o) { o.tiles.lean_partials = false; }},
+      {"no lean partials", [](SessionOptions& o) { o.tiles.lean_partials = false; }, false},
+      {"no lean scans", [](SessionOptions& o) { o.tiles.lean_scans = false; }, false},
       {"dynamic schedule", [](SessionOptions& o) { o.schedule = Schedule::dynamic; }},
       {"sentinel", [](SessionOptions& o) { o.mode = SyncMode::sentinel; }},
       {"barrier", [](SessionOptions& o) { o.mode = SyncMode::barrier; }},
