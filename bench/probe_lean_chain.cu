@@ -148,7 +148,7 @@ int main() try {
         v.schedule = static_cast<std::uint32_t>(Schedule::static_list);
         const program::RunParams r{};
         time(plain ? "lean megakernel, plain tiles" : "lean megakernel, protocol steps",
-             [&] { gpu::lean_megakernel<kThreads, false><<<rows, kThreads>>>(v, r); });
+             [&] { gpu::lean_megakernel<kThreads, false, false><<<rows, kThreads>>>(v, r); });
         GRIDFLOW_CUDA_CHECK(cudaFree(instrs));
       }
       for (float* b : bufs)

@@ -4,18 +4,26 @@
 
 namespace gridflow {
 
-bool lean_program(const LoweredProgram& p, std::uint32_t threads) {
+bool lean_tasks(const LoweredProgram& p, std::uint32_t threads) {
   for (const program::TaskDesc& t : p.tasks)
     if (!program::lean_tiles(t, static_cast<int>(threads)))
       return false;
   return !p.tasks.empty();
 }
 
-bool resident_lean_program(const LoweredProgram& p, std::uint32_t threads) {
+bool lean_cross_program(const LoweredProgram& p, std::uint32_t threads) {
   for (const program::TaskDesc& t : p.tasks)
     if (program::lean_cross_tiles(t, static_cast<int>(threads)))
-      return false;
-  return lean_program(p, threads);
+      return true;
+  return false;
+}
+
+bool lean_program(const LoweredProgram& p, std::uint32_t threads) {
+  return lean_tasks(p, threads) && !(p.mode == SyncMode::sentinel && lean_cross_program(p, threads));
+}
+
+bool resident_lean_program(const LoweredProgram& p, std::uint32_t threads) {
+  return lean_tasks(p, threads) && !lean_cross_program(p, threads);
 }
 
 namespace {

@@ -36,11 +36,22 @@ static_assert(sizeof(TileInstr) == 64 && alignof(TileInstr) == 16);
 
 namespace gridflow {
 
-// Whether the lean megakernel can run `program` at `threads` per block: every task runs as lean tiles.
+// Whether every task of `program` runs as lean tiles at `threads` per block (runtime/tiles.hpp: lean_tiles).
+bool lean_tasks(const LoweredProgram& program, std::uint32_t threads);
+
+// Whether some task of `program` runs as lean tiles that share state across tiles (lean partials, lean look-back
+// scans: runtime/tiles.hpp, lean_cross_tiles). The lean megakernel comes built with them and without them (the row
+// kernel, runtime/gpu/lean_kernel.cuh: CROSS_TILE), and a program without them runs on the row kernel.
+bool lean_cross_program(const LoweredProgram& program, std::uint32_t threads);
+
+// Whether the lean megakernel can run `program` at `threads` per block: lean_tasks, and in sentinel mode no cross
+// tiles (that kernel is built as a row kernel only: their protocol under the polling access policy, out of line, puts
+// a stack frame of hundreds of bytes on every tile's path and costs ptxas more than the rest; such a program runs on
+// the general megakernel, with the same bodies and bits).
 bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 
-// Whether the resident kernel's lean path can run `program` at `threads` per block: lean_program, and no task runs as
-// lean tiles that share state across tiles (lean partials, lean look-back scans: runtime/tiles.hpp, lean_cross_tiles).
+// Whether the resident kernel's lean path can run `program` at `threads` per block: lean_tasks, and no cross tiles
+// (lean_cross_program).
 // That path is compiled without them (runtime/gpu/resident_kernel.cuh: the lean Block inlined beside the interpreter
 // with their protocol under every access policy is more than ptxas compiles in bounded memory), so such a program
 // runs the resident interpreter, which runs those tiles out of line.

@@ -659,7 +659,7 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
     p.buffers.push_back({b.name, b.dtype, b.elements(), false});
   const std::vector<std::uint32_t> device_of = lower_tasks(graph, a, o, p);
   if (p.schedule == Schedule::automatic) // the rule Schedule::automatic states (runtime/config.hpp)
-    p.schedule = lean_program(p, o.threads_per_block) ? Schedule::static_list : Schedule::dynamic;
+    p.schedule = lean_tasks(p, o.threads_per_block) ? Schedule::static_list : Schedule::dynamic;
   const std::vector<bool> sentinel_task = mark_sentinel_outputs(graph, a, device_of, p);
   build_tiles_and_deps(graph, a, o, device_of, sentinel_task, p);
   assign_levels(a, p);

@@ -47,7 +47,8 @@ public:
     d_table_ = DeviceBuffer::of(table_);
     // A program of lean row tiles also gets the lean megakernel's instructions (addresses resolved here).
     if (lean_program(p_, shape_.threads_per_block)) {
-      lean_entry_ = lean_megakernel_entry_for(shape_.threads_per_block, p_.mode == SyncMode::sentinel);
+      lean_entry_ = lean_megakernel_entry_for(shape_.threads_per_block, p_.mode == SyncMode::sentinel,
+                                              lean_cross_program(p_, shape_.threads_per_block));
       int per_sm = 0; // co-resident at this shape (it is: fewer registers and shared memory than the general one)
       GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lean_entry_,
                                                                         static_cast<int>(shape_.threads_per_block), 0));
@@ -86,7 +87,9 @@ public:
   std::string describe() const override {
     return fmt::format("gpu {}, {} blocks ({} per SM) x {} threads, {} KB copy ring{}{}", device_.name,
                        shape_.grid_blocks, shape_.blocks_per_sm, shape_.threads_per_block, ring_bytes_ / 1024,
-                       lean_entry_ != nullptr ? ", lean megakernel" : "",
+                       lean_entry_ == nullptr                             ? ""
+                       : lean_cross_program(p_, shape_.threads_per_block) ? ", lean megakernel with cross tiles"
+                                                                          : ", lean megakernel (row kernel)",
                        p_.mode == SyncMode::barrier
                            ? (barrier_uses_grid_sync(shape_.blocks_per_sm) ? ", barrier grid.sync()" : ", barrier flat")
                            : "");
@@ -392,7 +395,7 @@ private:
   GpuShape shape_;
   DeviceInfo device_;
   const void* entry_ = nullptr;
-  const void* lean_entry_ = nullptr; // the lean megakernel, when every task is a lean row tile
+  const void* lean_entry_ = nullptr; // the lean megakernel, when it runs the program (lean_program)
   std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (copy_ring_bytes)
   DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_,
       d_table_, d_tile_instrs_, d_block_instrs_, state_;

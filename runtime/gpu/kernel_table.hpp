@@ -10,14 +10,15 @@ namespace gridflow::gpu {
 // kernel and size so they compile in parallel).
 template <int THREADS> const void* megakernel_entry();
 template <int THREADS> const void* task_kernel_entry();
-template <int THREADS> const void* lean_megakernel_entry(bool sentinel); // lean_kernel_t<THREADS>.cu
+template <int THREADS> const void* lean_megakernel_entry(bool sentinel, bool cross_tiles); // lean_kernel_t<THREADS>.cu
 
 // The entry point for a runtime block size; nullptr for a size gridflow was not compiled for.
 const void* megakernel_entry_for(std::uint32_t threads);
 
-// The lean megakernel (runtime/gpu/lean_kernel.cuh) for a runtime block size, for a program in sentinel mode or not;
-// nullptr for a size not compiled.
-const void* lean_megakernel_entry_for(std::uint32_t threads, bool sentinel);
+// The lean megakernel (runtime/gpu/lean_kernel.cuh) for a runtime block size, for a program in sentinel mode or not,
+// with lean partial or look-back tiles or without; nullptr for a size not compiled, and for sentinel mode with such
+// tiles (not built: runtime/lean_program.hpp, lean_program).
+const void* lean_megakernel_entry_for(std::uint32_t threads, bool sentinel, bool cross_tiles);
 
 // fill_sentinels_kernel(ProgramView): sentinel mode's submit-time pre-fill.
 const void* fill_sentinels_entry();

@@ -42,16 +42,16 @@ const void* task_kernel_entry_for(std::uint32_t threads) {
   return pick<task_kernel_entry<128>, task_kernel_entry<256>, task_kernel_entry<512>, task_kernel_entry<1024>>(threads);
 }
 
-const void* lean_megakernel_entry_for(std::uint32_t threads, bool sentinel) {
+const void* lean_megakernel_entry_for(std::uint32_t threads, bool sentinel, bool cross_tiles) {
   switch (threads) {
   case 128:
-    return lean_megakernel_entry<128>(sentinel);
+    return lean_megakernel_entry<128>(sentinel, cross_tiles);
   case 256:
-    return lean_megakernel_entry<256>(sentinel);
+    return lean_megakernel_entry<256>(sentinel, cross_tiles);
   case 512:
-    return lean_megakernel_entry<512>(sentinel);
+    return lean_megakernel_entry<512>(sentinel, cross_tiles);
   case 1024:
-    return lean_megakernel_entry<1024>(sentinel);
+    return lean_megakernel_entry<1024>(sentinel, cross_tiles);
   default:
     return nullptr;
   }

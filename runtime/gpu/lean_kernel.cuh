@@ -273,15 +273,20 @@ private:
   kernels::LeanRow forward_{};               // the last tile's output row (on-chip forwarding)
 };
 
-// SENTINEL: the kernel for programs in sentinel mode (polled inputs, canonical outputs); the other modes' kernel has
-// plain accesses only.
-template <int THREADS, bool SENTINEL>
+// SENTINEL: the kernel for programs in sentinel mode (polled inputs, canonical outputs); the other modes' kernels have
+// plain accesses only. CROSS_TILE: the kernel that also runs lean partial and look-back tiles; the one without them
+// (the row kernel) carries none of their protocol, whose out-of-line calls would bring the calling convention (more
+// registers and a stack frame) onto every row tile's path. The host picks the row kernel for a program without such
+// tiles, and runs a sentinel-mode program with them on the general megakernel (runtime/lean_program.hpp): that
+// combination is not built.
+template <int THREADS, bool SENTINEL, bool CROSS_TILE>
 __global__ void __launch_bounds__(THREADS, THREADS >= 512 ? 1 : 512 / THREADS)
     lean_megakernel(const __grid_constant__ program::ProgramView view,
                     const __grid_constant__ program::RunParams params) {
+  static_assert(!(SENTINEL && CROSS_TILE), "sentinel-mode programs with cross tiles run on the general megakernel");
   if (threadIdx.x == 0)
     lean_shared<THREADS>().abort = 0;
-  LeanBlock<THREADS, SENTINEL> block(view, params);
+  LeanBlock<THREADS, SENTINEL, CROSS_TILE> block(view, params);
   __syncthreads(); // the abort flag and the first instruction
   program::interpret(block);
   copy_instr_wait<0>(); // no copy may still be writing shared memory when the block exits

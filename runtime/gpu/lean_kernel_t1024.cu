@@ -4,9 +4,11 @@
 
 namespace gridflow::gpu {
 
-template <> const void* lean_megakernel_entry<1024>(bool sentinel) {
-  return sentinel ? reinterpret_cast<const void*>(&lean_megakernel<1024, true>)
-                  : reinterpret_cast<const void*>(&lean_megakernel<1024, false>);
+template <> const void* lean_megakernel_entry<1024>(bool sentinel, bool cross_tiles) {
+  if (sentinel)
+    return cross_tiles ? nullptr : reinterpret_cast<const void*>(&lean_megakernel<1024, true, false>);
+  return cross_tiles ? reinterpret_cast<const void*>(&lean_megakernel<1024, false, true>)
+                     : reinterpret_cast<const void*>(&lean_megakernel<1024, false, false>);
 }
 
 } // namespace gridflow::gpu

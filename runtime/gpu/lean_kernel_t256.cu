@@ -4,9 +4,11 @@
 
 namespace gridflow::gpu {
 
-template <> const void* lean_megakernel_entry<256>(bool sentinel) {
-  return sentinel ? reinterpret_cast<const void*>(&lean_megakernel<256, true>)
-                  : reinterpret_cast<const void*>(&lean_megakernel<256, false>);
+template <> const void* lean_megakernel_entry<256>(bool sentinel, bool cross_tiles) {
+  if (sentinel)
+    return cross_tiles ? nullptr : reinterpret_cast<const void*>(&lean_megakernel<256, true, false>);
+  return cross_tiles ? reinterpret_cast<const void*>(&lean_megakernel<256, false, true>)
+                     : reinterpret_cast<const void*>(&lean_megakernel<256, false, false>);
 }
 
 } // namespace gridflow::gpu

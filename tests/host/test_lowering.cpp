@@ -672,7 +672,18 @@ TEST(Lowering, WholeRangeScansBesideLeanRowsRunAsLeanLookbackTiles) {
     return p.tasks.at(static_cast<std::size_t>(it - p.task_names.begin()));
   };
   EXPECT_TRUE(lean_program(p, 256));
+  EXPECT_TRUE(lean_cross_program(p, 256));
   EXPECT_FALSE(resident_lean_program(p, 256)); // the resident kernel's lean path has no look-back tiles
+  // In sentinel mode the lean megakernel is a row kernel only: the same lean tasks run on the general megakernel, on
+  // the static lists the automatic schedule still picks for them.
+  const LoweredProgram sentinel = lower_graph(g, SyncMode::sentinel, 132, Schedule::automatic);
+  EXPECT_TRUE(lean_tasks(sentinel, 256));
+  EXPECT_TRUE(lean_cross_program(sentinel, 256));
+  EXPECT_FALSE(lean_program(sentinel, 256));
+  EXPECT_EQ(sentinel.schedule, Schedule::static_list);
+  const LoweredProgram row_chain = lower_graph(softmax_row_chain(3), SyncMode::sentinel, 132, Schedule::automatic);
+  EXPECT_FALSE(lean_cross_program(row_chain, 256));
+  EXPECT_TRUE(lean_program(row_chain, 256)); // the sentinel row kernel
   const program::TaskDesc scan = task("scan"), odd = task("odd_scan"), after = task("after_scan");
   EXPECT_EQ(scan.opcode, static_cast<std::uint32_t>(Opcode::scan_all));
   EXPECT_EQ(scan.tile_size, 1024);
