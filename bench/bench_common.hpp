@@ -107,6 +107,7 @@ inline std::vector<Variant> config_variants() {
       {"general megakernel", [](SessionOptions& o) { o.exec.lean_kernel = false; }},
       {"no forwarding", [](SessionOptions& o) { o.forward = false; }},
       {"sinks in order", [](SessionOptions& o) { o.sinks_last = false; }},
+      {"graph-order lists", [](SessionOptions& o) { o.graph_order = true; }},
       {"no plain tiles", [](SessionOptions& o) { o.exec.plain_tiles = false; }},
       {"no lean partials", [](SessionOptions& o) { o.tiles.lean_partials = false; }, false},
       {"no lean scans", [](SessionOptions& o) { o.tiles.lean_scans = false; }, false},

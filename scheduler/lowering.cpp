@@ -15,8 +15,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <queue>
 
 namespace gridflow {
 namespace {
@@ -137,11 +140,42 @@ std::vector<char> sink_tasks(const LoweredProgram& p, const Analysis& a) {
   return sink;
 }
 
-// Static schedule: list scheduling in global tile order by estimated finish time. A block that ran a producer tile
-// saves the cross-SM hop; a block that ran every producer tile saves the wait and signal steps as well (the tile
-// needs no wait there, elide_local_dependencies), so a tile leaves its producers' block only where another block
-// finishes it earlier by more than those steps cost. That keeps chains of row tiles, and the row-wise DAGs of
-// independent rows, on one block each: a spare block with a near-equal estimate does not take a row's tile.
+// The device tasks in a topological order of the program's edges (pred_tasks) that takes the lowest graph
+// declaration index among the tasks ready at each step (Kahn's algorithm): the graph's own order wherever its edges
+// allow it. Placed in this order, a DAG's step follows, on its rows' blocks, the step it reads (so its row is
+// forwarded on chip where that step wrote it last), not the other tasks of its level.
+std::vector<std::uint32_t> graph_task_order(const LoweredProgram& p) {
+  const std::uint32_t n = static_cast<std::uint32_t>(p.tasks.size());
+  std::vector<std::uint32_t> missing(n, 0), order;
+  std::vector<std::vector<std::uint32_t>> succ(n);
+  for (std::uint32_t t = 0; t < n; ++t)
+    for (std::uint32_t k = p.pred_begin[t]; k < p.pred_begin[t + 1]; ++k) {
+      succ[p.pred_tasks[k]].push_back(t);
+      ++missing[t];
+    }
+  using Ready = std::pair<std::uint32_t, std::uint32_t>; // (graph index, device task)
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
+  for (std::uint32_t t = 0; t < n; ++t)
+    if (missing[t] == 0)
+      ready.push({p.tasks[t].graph_task, t});
+  order.reserve(n);
+  while (!ready.empty()) {
+    const std::uint32_t t = ready.top().second;
+    ready.pop();
+    order.push_back(t);
+    for (const std::uint32_t s : succ[t])
+      if (--missing[s] == 0)
+        ready.push({p.tasks[s].graph_task, s});
+  }
+  return order; // every task: the program's edges form a DAG (analysis checked the graph's)
+}
+
+// Static schedule: list scheduling by estimated finish time, the tiles taken task by task in `order` (a topological
+// order of the device tasks; level modes: device order, which is level-major), each task's in tile order. A block that
+// ran a producer tile saves the cross-SM hop; a block that ran every producer tile saves the wait and signal steps as
+// well (the tile needs no wait there, elide_local_dependencies), so a tile leaves its producers' block only where
+// another block finishes it earlier by more than those steps cost. That keeps chains of row tiles, and the row-wise
+// DAGs of independent rows, on one block each: a spare block with a near-equal estimate does not take a row's tile.
 //
 // With `sink` (dataflow modes; sink_tasks), the tiles of sink tasks (nothing waits for them, such as a sum beside a
 // chain) are placed after every other tile, at the end of the lists, so they take spare blocks instead of stalling a
@@ -149,7 +183,7 @@ std::vector<char> sink_tasks(const LoweredProgram& p, const Analysis& a) {
 // sinks_mostly_spare). Every tile still waits only for tiles placed before it (a sink's producers in other graph
 // tasks are no sinks; among the sinks, tiles keep the global order, in which every wait points back), and every list
 // is in placement order, so the tile placed first among those not finished can always run: no deadlock.
-void schedule_static(LoweredProgram& p, const std::vector<char>& sink) {
+void schedule_static(LoweredProgram& p, const std::vector<char>& sink, const std::vector<std::uint32_t>& order) {
   constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0,
                    kWaitStepsNs = 300.0;
   const std::uint32_t blocks = p.grid_blocks;
@@ -221,12 +255,11 @@ void schedule_static(LoweredProgram& p, const std::vector<char>& sink) {
     level_end = std::max(level_end, finish[g]);
     lists[best].push_back(g);
   };
-  for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
-    if (!sink[p.tiles[g].task])
-      place(g);
-  for (std::uint32_t g = 0; g < p.tiles.size(); ++g)
-    if (sink[p.tiles[g].task])
-      place(g);
+  for (const bool sinks : {false, true})
+    for (const std::uint32_t t : order)
+      if ((sink[t] != 0) == sinks)
+        for (std::uint32_t g = p.tasks[t].first_tile; g < p.tasks[t].first_tile + p.tasks[t].num_tiles; ++g)
+          place(g);
   p.block_begin.assign(1, 0);
   p.block_tiles.clear();
   for (const auto& l : lists) {
@@ -669,9 +702,13 @@ LoweredProgram lower(const Graph& graph, const Analysis& a, const LoweringOption
   if (p.schedule == Schedule::static_list) {
     const std::vector<char> in_order(p.tasks.size(), 0);
     const std::vector<char> sink = o.sinks_last && !is_level_mode(o.mode) ? sink_tasks(p, a) : in_order;
-    schedule_static(p, sink);
+    std::vector<std::uint32_t> order(p.tasks.size());
+    std::iota(order.begin(), order.end(), 0u);
+    if (o.graph_order && !is_level_mode(o.mode))
+      order = graph_task_order(p);
+    schedule_static(p, sink, order);
     if (sink != in_order && !sinks_mostly_spare(p, sink))
-      schedule_static(p, in_order);
+      schedule_static(p, in_order, order);
     elide_local_dependencies(p);
     if (o.forward)
       assign_forwarding(p, a);

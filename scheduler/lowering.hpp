@@ -65,6 +65,7 @@ struct LoweringOptions {
   bool per_tile_deps = true; // dataflow modes: wait only for the producer tiles that wrote a tile's inputs
   bool forward = true;       // static schedule: on-chip forwarding of rows between a block's consecutive tiles
   bool sinks_last = true;    // static schedule, dataflow modes: tiles nothing waits for after all others (lowering.cpp)
+  bool graph_order = false;  // static schedule, dataflow modes: tiles placed in the graph's order, not level by level
   TilePolicy tiles;
 };
 

@@ -44,6 +44,8 @@ std::string describe(const SessionOptions& o) {
     s += " forward=off";
   if (!o.sinks_last)
     s += " sinks_last=off";
+  if (o.graph_order)
+    s += " graph_order=on";
   if (o.backend == Backend::gpu && !o.exec.lean_kernel)
     s += " lean_kernel=off";
   if (o.backend == Backend::gpu && !o.exec.plain_tiles)
@@ -78,6 +80,7 @@ LoweringOptions lowering_options(const SessionOptions& o) {
   lo.per_tile_deps = o.per_tile_deps;
   lo.forward = o.forward;
   lo.sinks_last = o.sinks_last;
+  lo.graph_order = o.graph_order;
   lo.tiles = o.tiles;
   lo.threads_per_block = o.threads_per_block;
   return lo;

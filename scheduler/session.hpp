@@ -40,8 +40,9 @@ struct SessionOptions {
   std::uint32_t threads_per_block = 256; // GPU
   std::uint32_t blocks_per_sm = 0;       // GPU: 0 = default (gpu_executor.hpp; 1 where it suffices: session.cpp)
   bool per_tile_deps = true;
-  bool forward = true;    // static schedule: on-chip forwarding of rows (LoweringOptions::forward)
-  bool sinks_last = true; // static schedule: sink tasks' tiles placed last (LoweringOptions::sinks_last)
+  bool forward = true;      // static schedule: on-chip forwarding of rows (LoweringOptions::forward)
+  bool sinks_last = true;   // static schedule: sink tasks' tiles placed last (LoweringOptions::sinks_last)
+  bool graph_order = false; // static schedule: tiles placed in graph order (LoweringOptions::graph_order)
   TilePolicy tiles;
   ExecOptions exec;
   FilePolicy files;             // where init files are read and saves are written (file_access.hpp)

@@ -457,6 +457,7 @@ NB_MODULE(_gridflow, m) {
       .def_rw("per_tile_deps", &SessionOptions::per_tile_deps)
       .def_rw("forward", &SessionOptions::forward)
       .def_rw("sinks_last", &SessionOptions::sinks_last)
+      .def_rw("graph_order", &SessionOptions::graph_order)
       .def_rw("max_memory", &SessionOptions::max_memory)
       .def_prop_rw(
           "timeout", [](const SessionOptions& o) { return static_cast<double>(o.exec.timeout_ns) * 1e-9; },

@@ -657,6 +657,51 @@ TEST(Lowering, WholeRangeReducesBesideLeanRowsRunAsLeanPartials) {
 // shorter): the lean megakernel runs the whole program, a row op over a scan's output waits for the scan tiles under
 // its rows only, and the descriptor check takes the lean tile size; off, alone or beside another op, they keep their
 // chunked tiles.
+// Graph-order lists (LoweringOptions::graph_order): two branches of two steps each, declared branch by branch. Level
+// by level every row's block runs a, b, c, d, so neither c nor d follows the step it reads; in graph order it runs a,
+// c, b, d, and both are forwarded. Level modes keep level order (their lists must be).
+TEST(Lowering, GraphOrderListsFollowEachStepWithTheStepItReads) {
+  Graph g("branches");
+  g.add_buffer("x0", DType::f32, {4, 1024}, InitUniform{-2, 2, 3});
+  for (const char* b : {"x1", "x2", "x3", "x4"})
+    g.add_buffer(b, DType::f32, {4, 1024});
+  g.softmax("a", "x0", "x1");
+  g.softmax("c", "x1", "x3");
+  g.softmax("b", "x0", "x2");
+  g.softmax("d", "x2", "x4");
+  const auto forwarded = [](const LoweredProgram& p) {
+    std::size_t n = 0;
+    for (const std::uint8_t f : p.forwarded)
+      n += f != 0;
+    return n;
+  };
+  const auto names_on_block = [](const LoweredProgram& p, std::uint32_t b) {
+    std::string s;
+    for (std::uint32_t i = p.block_begin[b]; i < p.block_begin[b + 1]; ++i)
+      s += p.task_names[p.tiles[p.block_tiles[i]].task];
+    return s;
+  };
+  LoweringOptions o;
+  o.grid_blocks = 4;
+  o.schedule = Schedule::static_list;
+  o.sinks_last = false;
+  const Analysis a = analyze(g);
+  for (SyncMode mode : kAllSyncModes) {
+    o.mode = mode;
+    o.graph_order = false;
+    const LoweredProgram levels = lower(g, a, o);
+    o.graph_order = true;
+    const LoweredProgram graph = lower(g, a, o);
+    const bool dataflow = mode == SyncMode::flags || mode == SyncMode::sentinel;
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      EXPECT_EQ(names_on_block(levels, b), "abcd") << to_string(mode) << " block " << b;
+      EXPECT_EQ(names_on_block(graph, b), dataflow ? "acbd" : "abcd") << to_string(mode) << " block " << b;
+    }
+    EXPECT_EQ(forwarded(levels), 0u) << to_string(mode);
+    EXPECT_EQ(forwarded(graph), dataflow ? 8u : 0u) << to_string(mode);
+  }
+}
+
 TEST(Lowering, WholeRangeScansBesideLeanRowsRunAsLeanLookbackTiles) {
   Graph g = softmax_row_chain(2); // x0 -> x1 -> x2, 16 x 1024
   g.add_buffer("c", DType::f32, {16, 1024});

@@ -18,8 +18,7 @@ struct Case {
 
 class RandomDag : public ::testing::TestWithParam<Case> {};
 
-TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
-  const Case c = GetParam();
+Graph graph_of(const Case& c) {
   testing::RandomGraphOptions ro;
   ro.tasks = c.tasks;
   ro.seed = c.seed;
@@ -28,8 +27,11 @@ TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
     ro.max_cols = 120;
     ro.max_vector = 1500;
   }
-  const Graph g = testing::random_graph(ro);
+  return testing::random_graph(ro);
+}
 
+// One sequential CPU worker, traced, with the tiling every run of these tests shares.
+SessionOptions sequential_options() {
   SessionOptions base;
   base.backend = Backend::cpu;
   base.cpu_workers = 1;
@@ -40,6 +42,12 @@ TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
   // Tile sizes of large reduces and scans follow the grid, and so do their float bits; these small buffers keep
   // reduce tiles at the minimum, and one chunk per scan tile keeps scans grid-independent too.
   base.tiles.scan_chunks_per_tile = 1;
+  return base;
+}
+
+TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
+  const Graph g = graph_of(GetParam());
+  const SessionOptions base = sequential_options();
   Session sequential(g, base);
   sequential.run();
   const CheckReport ref = sequential.check();
@@ -62,6 +70,29 @@ TEST_P(RandomDag, AllModesAllWorkerCountsAgreeBitForBit) {
           << "buffer " << g.buffers()[b].name << " differs: mode " << to_string(mode) << ", " << w
           << " workers, schedule " << to_string(o.schedule);
     }
+}
+
+// Graph-order lists (LoweringOptions::graph_order): the same bits as one sequential worker, and no dependency
+// violated, in the dataflow modes (level modes keep level order).
+TEST_P(RandomDag, GraphOrderListsAgreeBitForBit) {
+  const Graph g = graph_of(GetParam());
+  const SessionOptions base = sequential_options();
+  Session sequential(g, base);
+  sequential.run();
+  const std::vector<HostTensor> expect = sequential.results();
+  for (SyncMode mode : {SyncMode::flags, SyncMode::sentinel}) {
+    SessionOptions o = base;
+    o.mode = mode;
+    o.cpu_workers = 5;
+    o.schedule = Schedule::static_list;
+    o.graph_order = true;
+    Session s(g, o);
+    const RunResult r = s.run();
+    ASSERT_EQ(testing::trace_violation(s.program(), r), "") << to_string(mode);
+    std::size_t b = 0;
+    ASSERT_TRUE(bit_identical(expect, s.results(), &b))
+        << "buffer " << g.buffers()[b].name << " differs: mode " << to_string(mode);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Graphs, RandomDag,
