@@ -167,7 +167,9 @@ std::vector<std::uint32_t> graph_task_order(const LoweredProgram& p) {
       if (--missing[s] == 0)
         ready.push({p.tasks[s].graph_task, s});
   }
-  return order; // every task: the program's edges form a DAG (analysis checked the graph's)
+  if (order.size() != n) // analysis refuses cyclic graphs, so the program's edges form a DAG
+    throw GraphError(fmt::format("graph-order lists: only {} of {} tasks could be ordered (a cycle)", order.size(), n));
+  return order;
 }
 
 // Static schedule: list scheduling by estimated finish time, the tiles taken task by task in `order` (a topological
@@ -181,7 +183,7 @@ std::vector<std::uint32_t> graph_task_order(const LoweredProgram& p) {
 // chain) are placed after every other tile, at the end of the lists, so they take spare blocks instead of stalling a
 // chain between two of its steps (lower() keeps graph order where they would mostly end busy blocks:
 // sinks_mostly_spare). Every tile still waits only for tiles placed before it (a sink's producers in other graph
-// tasks are no sinks; among the sinks, tiles keep the global order, in which every wait points back), and every list
+// tasks are no sinks; among the sinks, tiles keep the placement order, in which every wait points back), and every list
 // is in placement order, so the tile placed first among those not finished can always run: no deadlock.
 void schedule_static(LoweredProgram& p, const std::vector<char>& sink, const std::vector<std::uint32_t>& order) {
   constexpr double kTileOverheadNs = 300.0, kNsPerByte = 0.04, kHopNs = 700.0, kBarrierNs = 1000.0,
