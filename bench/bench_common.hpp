@@ -116,6 +116,7 @@ inline std::vector<Variant> config_variants() {
       {"barrier", [](SessionOptions& o) { o.mode = SyncMode::barrier; }},
       {"grid-sync", [](SessionOptions& o) { o.mode = SyncMode::grid_sync; }},
       {"1 block/SM", [](SessionOptions& o) { o.blocks_per_sm = 1; }},
+      {"2 blocks/SM", [](SessionOptions& o) { o.blocks_per_sm = 2; }},
   };
 }
 

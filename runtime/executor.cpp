@@ -46,14 +46,24 @@ program::RunParams run_params(const LoweredProgram& p, const ExecOptions& o, std
   return r;
 }
 
+std::uint32_t most_blocks_per_sm(const GpuShape& device) {
+  return std::max(device.max_blocks_per_sm, device.max_lean_blocks_per_sm);
+}
+
+std::uint32_t lean_row_blocks_per_sm(const GpuShape& device) {
+  const std::uint32_t rows_in_flight = device.threads_per_block <= 256 ? 1024 / device.threads_per_block : 1;
+  return std::max(std::min(device.max_lean_blocks_per_sm, rows_in_flight),
+                  std::min<std::uint32_t>(2, device.max_blocks_per_sm));
+}
+
 GpuShape fit_gpu_shape(const GpuShape& device, std::uint32_t blocks_per_sm, const std::string& device_name) {
   GpuShape s = device;
   s.blocks_per_sm = blocks_per_sm == 0 ? std::min<std::uint32_t>(2, s.max_blocks_per_sm) : blocks_per_sm;
-  if (s.max_blocks_per_sm == 0 || s.blocks_per_sm > s.max_blocks_per_sm)
+  if (s.max_blocks_per_sm == 0 || s.blocks_per_sm > most_blocks_per_sm(s))
     throw RuntimeError(
         fmt::format("grid cannot be co-resident: {} blocks per SM of {} threads requested, the occupancy "
                     "of the megakernel allows {} on {} ({} SMs); lower --blocks-per-sm or --threads",
-                    s.blocks_per_sm, s.threads_per_block, s.max_blocks_per_sm, device_name, s.sm_count));
+                    s.blocks_per_sm, s.threads_per_block, most_blocks_per_sm(s), device_name, s.sm_count));
   s.grid_blocks = s.blocks_per_sm * s.sm_count;
   return s;
 }

@@ -22,6 +22,10 @@ bool lean_program(const LoweredProgram& p, std::uint32_t threads) {
   return lean_tasks(p, threads) && !(p.mode == SyncMode::sentinel && lean_cross_program(p, threads));
 }
 
+bool lean_row_program(const LoweredProgram& p, std::uint32_t threads) {
+  return p.mode != SyncMode::sentinel && lean_tasks(p, threads) && !lean_cross_program(p, threads);
+}
+
 bool resident_lean_program(const LoweredProgram& p, std::uint32_t threads) {
   return lean_tasks(p, threads) && !lean_cross_program(p, threads);
 }

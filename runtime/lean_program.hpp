@@ -50,6 +50,11 @@ bool lean_cross_program(const LoweredProgram& program, std::uint32_t threads);
 // the general megakernel, with the same bodies and bits).
 bool lean_program(const LoweredProgram& program, std::uint32_t threads);
 
+// Whether the lean row kernel of the flags, barrier and grid-sync modes runs `program` at `threads` per block:
+// lean_tasks, no cross tiles, not sentinel mode. Only that kernel is built for more blocks per SM than the general
+// megakernel (GpuShape::max_lean_blocks_per_sm), so only such a program may be lowered for them.
+bool lean_row_program(const LoweredProgram& program, std::uint32_t threads);
+
 // Whether the resident kernel's lean path can run `program` at `threads` per block: lean_tasks, and no cross tiles
 // (lean_cross_program).
 // That path is compiled without them (runtime/gpu/resident_kernel.cuh: the lean Block inlined beside the interpreter

@@ -506,6 +506,8 @@ nlohmann::json calibration_json(const Calibration& c) {
                 {"sm_count", c.gpu.sm_count},
                 {"max_blocks_per_sm", c.gpu.max_blocks_per_sm},
                 {"l2_bytes", c.l2_bytes}};
+  if (c.gpu.max_lean_blocks_per_sm > 0)
+    j["gpu"]["max_lean_blocks_per_sm"] = c.gpu.max_lean_blocks_per_sm;
   return j;
 }
 
@@ -526,6 +528,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     c.gpu.threads_per_block = count("threads_per_block", 1024);
     c.gpu.sm_count = count("sm_count", 4096);
     c.gpu.max_blocks_per_sm = count("max_blocks_per_sm", 32);
+    if (gpu.contains("max_lean_blocks_per_sm")) // absent from calibrations that did not record it
+      c.gpu.max_lean_blocks_per_sm = count("max_lean_blocks_per_sm", 32);
     if (std::find(std::begin(kGpuThreadChoices), std::end(kGpuThreadChoices), c.gpu.threads_per_block) ==
         std::end(kGpuThreadChoices))
       throw GraphError(fmt::format("calibration: gpu.threads_per_block = {}: the megakernel is compiled for 128, 256, "

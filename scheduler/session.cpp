@@ -101,6 +101,15 @@ bool one_block_per_sm_suffices(const SessionOptions& o, const GpuShape& shape, c
          lean_program(p, shape.threads_per_block) && widest_level(p) <= shape.sm_count;
 }
 
+// With blocks_per_sm left to gridflow: a program for the lean row kernel with more tiles in some level than the
+// default grid has blocks runs on as many blocks per SM as that kernel is built for (lean_row_blocks_per_sm), so each
+// SM has that many rows in flight; a block that waits leaves its SM to the others.
+bool more_blocks_per_sm_help(const SessionOptions& o, const GpuShape& device, const GpuShape& shape,
+                             const LoweredProgram& p) {
+  return o.blocks_per_sm == 0 && o.exec.lean_kernel && lean_row_blocks_per_sm(device) > shape.blocks_per_sm &&
+         lean_row_program(p, shape.threads_per_block) && widest_level(p) > shape.grid_blocks;
+}
+
 } // namespace
 
 GpuPlan lower_for_gpu(const Graph& graph, const Analysis& analysis, const SessionOptions& o, const GpuShape& device,
@@ -115,11 +124,21 @@ GpuPlan lower_for_gpu(const Graph& graph, const Analysis& analysis, const Sessio
   lo.tiles.scan_items_per_thread =
       static_cast<std::uint32_t>(kernels::scan_items_for(static_cast<int>(plan.shape.threads_per_block)));
   plan.program = lower(graph, analysis, lo);
-  if (one_block_per_sm_suffices(o, plan.shape, plan.program)) {
-    plan.shape = fit_gpu_shape(device, 1, device_name);
+  const auto relower = [&](std::uint32_t blocks_per_sm) {
+    plan.shape = fit_gpu_shape(device, blocks_per_sm, device_name);
     lo.grid_blocks = plan.shape.grid_blocks;
     plan.program = lower(graph, analysis, lo);
-  }
+  };
+  if (one_block_per_sm_suffices(o, plan.shape, plan.program))
+    relower(1);
+  else if (more_blocks_per_sm_help(o, device, plan.shape, plan.program))
+    relower(lean_row_blocks_per_sm(device));
+  if (plan.shape.blocks_per_sm > device.max_blocks_per_sm &&
+      !(o.exec.lean_kernel && lean_row_program(plan.program, plan.shape.threads_per_block)))
+    throw RuntimeError(fmt::format(
+        "{} blocks per SM of {} threads: only the lean row kernel (lean row tiles only, no whole-range reduce or scan, "
+        "not sentinel mode) fits that many on {}; this program runs on the general megakernel, which fits {}",
+        plan.shape.blocks_per_sm, plan.shape.threads_per_block, device_name, device.max_blocks_per_sm));
   return plan;
 }
 

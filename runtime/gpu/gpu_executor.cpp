@@ -58,6 +58,15 @@ public:
       d_tile_instrs_ = DeviceBuffer::of(tile_instrs(p_, table_));
       d_block_instrs_ = DeviceBuffer::of(block_instrs(p_, table_));
     }
+    // A shape beyond the general megakernel's occupancy (lean row programs: lower_for_gpu) launches the lean kernel
+    // only.
+    int general_per_sm = 0;
+    GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &general_per_sm, entry_, static_cast<int>(shape_.threads_per_block), static_cast<int>(ring_bytes_)));
+    general_per_sm_ = static_cast<std::uint32_t>(general_per_sm);
+    if (lean_entry_ == nullptr && general_per_sm_ < shape_.blocks_per_sm)
+      throw RuntimeError(fmt::format("the megakernel fits {} blocks of {} threads per SM, the launch needs {}",
+                                     general_per_sm_, shape_.threads_per_block, shape_.blocks_per_sm));
     state_ = DeviceBuffer(p_.layout.total);
     reset_state();
     view_ = make_view(p_, {d_tasks_.as<program::TaskDesc>(), d_tiles_.as<program::TileDesc>(),
@@ -180,6 +189,11 @@ public:
     }
     void* args[] = {&view_, &r};
     const bool lean = options.lean_kernel && lean_entry_ != nullptr;
+    if (!lean && general_per_sm_ < shape_.blocks_per_sm)
+      throw RuntimeError(
+          fmt::format("a run on the general megakernel (lean_kernel off): it fits {} blocks of {} threads "
+                      "per SM, the program was lowered for {}; lower it with blocks_per_sm {} or fewer",
+                      general_per_sm_, shape_.threads_per_block, shape_.blocks_per_sm, general_per_sm_));
     result.lean_kernel = lean;
     GRIDFLOW_CUDA_CHECK(cudaLaunchCooperativeKernel(lean ? lean_entry_ : entry_, dim3(shape_.grid_blocks),
                                                     dim3(shape_.threads_per_block), args, lean ? 0 : ring_bytes_,
@@ -396,6 +410,7 @@ private:
   DeviceInfo device_;
   const void* entry_ = nullptr;
   const void* lean_entry_ = nullptr; // the lean megakernel, when it runs the program (lean_program)
+  std::uint32_t general_per_sm_ = 0; // the general megakernel's occupancy at this block size and ring
   std::uint32_t ring_bytes_ = 0; // the bulk-copy ring: each launch's dynamic shared memory per block (copy_ring_bytes)
   DeviceBuffer d_tasks_, d_tiles_, d_deps_, d_levels_, d_block_begin_, d_block_tiles_, d_block_descs_, d_sentinels_,
       d_table_, d_tile_instrs_, d_block_instrs_, state_;
@@ -451,10 +466,14 @@ GpuShape plan_gpu_shape(std::uint32_t threads, std::uint32_t blocks_per_sm) {
   int max_per_sm = 0;
   GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&max_per_sm, entry, static_cast<int>(threads),
                                                                     gpu::allow_dynamic_shared(entry, threads)));
+  int max_lean_per_sm = 0; // the lean row kernel: no dynamic shared memory
+  GRIDFLOW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &max_lean_per_sm, gpu::lean_megakernel_entry_for(threads, false, false), static_cast<int>(threads), 0));
   GpuShape device;
   device.threads_per_block = threads;
   device.sm_count = static_cast<std::uint32_t>(dev.sm_count);
   device.max_blocks_per_sm = static_cast<std::uint32_t>(max_per_sm);
+  device.max_lean_blocks_per_sm = static_cast<std::uint32_t>(max_lean_per_sm);
   return fit_gpu_shape(device, blocks_per_sm, dev.name);
 }
 

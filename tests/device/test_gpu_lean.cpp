@@ -3,6 +3,7 @@
 // at two block sizes; passing the float64 check; complete traces; the watchdog.
 #include "runtime/device.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/gpu_executor.hpp"
 #include "tests/common/run_checks.hpp"
 #include "tests/device/gpu_fixture.hpp"
 
@@ -150,16 +151,47 @@ TEST_F(GpuLean, RowChainsRunOnTheLeanKernelWithForwarding) {
   }
 }
 
-// A level wider than the SMs keeps the default two blocks per SM.
-TEST_F(GpuLean, WideRowProgramsKeepTwoBlocksPerSm) {
+// A level wider than the default grid runs on the lean row kernel at the blocks per SM it is built for (more rows in
+// flight per SM), in the flags, barrier and grid-sync modes and both schedules: the same bits as the general
+// megakernel at two blocks per SM, each run checked, its trace complete; sentinel mode keeps two.
+TEST_F(GpuLean, WideRowLevelsRunOnTheLeanRowKernelsBlocksPerSm) {
   Graph g("wide");
   g.add_buffer("x", DType::f32, {1024, 1024}, InitUniform{-2, 2, 6});
-  g.add_buffer("y", DType::f32, {1024, 1024});
+  for (const char* b : {"y", "z", "w"})
+    g.add_buffer(b, DType::f32, {1024, 1024});
+  g.add_buffer("r", DType::f32, {1024});
   g.softmax("s", "x", "y");
-  Session s(g, gpu_options(SyncMode::flags));
-  EXPECT_EQ(s.program().grid_blocks, 2u * static_cast<std::uint32_t>(probe_gpu().sm_count)) << s.describe();
-  EXPECT_TRUE(s.run().lean_kernel);
-  EXPECT_TRUE(s.check().passed) << s.check().summary();
+  g.softmax("log_s", "x", "w", true);
+  g.scan("scan", "y", "z", ScanFn::sum, false, Axis::row);
+  g.reduce("row_max", "w", "r", ReduceFn::max, Axis::row);
+  const std::uint32_t sms = static_cast<std::uint32_t>(probe_gpu().sm_count);
+  const std::uint32_t per_sm = lean_row_blocks_per_sm(plan_gpu_shape(256, 0));
+  EXPECT_EQ(per_sm, 4u); // 64 registers: four blocks of 256 threads fit an SM
+  SessionOptions general = gpu_options(SyncMode::flags);
+  general.exec.lean_kernel = false;
+  Session reference(g, general);
+  EXPECT_EQ(reference.program().grid_blocks, 2 * sms) << reference.describe();
+  EXPECT_FALSE(reference.run().lean_kernel);
+  ASSERT_TRUE(reference.check().passed) << reference.check().summary();
+  for (SyncMode mode : {SyncMode::flags, SyncMode::barrier, SyncMode::grid_sync})
+    for (Schedule sched : {Schedule::static_list, Schedule::dynamic}) {
+      SessionOptions o = gpu_options(mode);
+      o.schedule = sched;
+      o.exec.trace = true;
+      Session s(g, o);
+      const std::string config = s.describe();
+      EXPECT_EQ(s.program().grid_blocks, per_sm * sms) << config;
+      const RunResult r = s.run();
+      EXPECT_TRUE(r.lean_kernel) << config;
+      ASSERT_EQ(testing::trace_violation(s.program(), r), "") << config;
+      ASSERT_TRUE(s.check().passed) << config << ": " << s.check().summary();
+      std::string which;
+      EXPECT_TRUE(same_bits(reference.results(), s.results(), &which)) << "buffer " << which << ": " << config;
+    }
+  Session sentinel(g, gpu_options(SyncMode::sentinel));
+  EXPECT_EQ(sentinel.program().grid_blocks, 2 * sms) << sentinel.describe();
+  EXPECT_TRUE(sentinel.run().lean_kernel);
+  EXPECT_TRUE(sentinel.check().passed) << sentinel.check().summary();
 }
 
 TEST_F(GpuLean, WatchdogStopsALostSignal) {

@@ -1,11 +1,13 @@
 // Lowering: tiling policy, dependency lowering per mode, levels, arena layout, static schedules.
 #include "kernels/tile_shapes.hpp"
+#include "runtime/errors.hpp"
 #include "runtime/lean_program.hpp"
 #include "runtime/protocol.hpp"
 #include "runtime/tiles.hpp"
 #include "scheduler/analysis.hpp"
 #include "scheduler/errors.hpp"
 #include "scheduler/lowering.hpp"
+#include "scheduler/session.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -702,6 +704,54 @@ TEST(Lowering, GraphOrderListsFollowEachStepWithTheStepItReads) {
   }
 }
 
+// A level of lean row tiles wider than the default grid (2 blocks per SM) runs on the lean row kernel's blocks per SM
+// (lean_row_blocks_per_sm: 4 of 256 threads on a device whose lean row kernel fits them); everything else keeps the
+// default or what was asked, and a shape only the lean row kernel fits is refused for a program it does not run.
+TEST(Lowering, WideLevelsOfLeanRowTilesRunOnMoreBlocksPerSm) {
+  const auto wide = [](int ops) {
+    Graph g("wide");
+    g.add_buffer("x", DType::f32, {256, 1024}, InitUniform{-1, 1, 3});
+    for (int i = 0; i < ops; ++i) {
+      g.add_buffer(fmt::format("y{}", i), DType::f32, {256, 1024});
+      g.softmax(fmt::format("s{}", i), "x", fmt::format("y{}", i));
+    }
+    return g;
+  };
+  GpuShape device;
+  device.threads_per_block = 256;
+  device.sm_count = 132;
+  device.max_blocks_per_sm = 2;
+  device.max_lean_blocks_per_sm = 4;
+  const auto plan = [&](const Graph& g, SyncMode mode, std::uint32_t blocks_per_sm = 0, bool lean_kernel = true) {
+    SessionOptions o;
+    o.backend = Backend::gpu;
+    o.mode = mode;
+    o.blocks_per_sm = blocks_per_sm;
+    o.exec.lean_kernel = lean_kernel;
+    return lower_for_gpu(g, analyze(g), o, device, "H200");
+  };
+  const GpuPlan four = plan(wide(3), SyncMode::flags); // one level of 768 tiles
+  EXPECT_EQ(four.shape.blocks_per_sm, 4u);
+  EXPECT_EQ(four.shape.grid_blocks, 528u);
+  EXPECT_EQ(four.program.grid_blocks, 528u);
+  EXPECT_EQ(plan(wide(3), SyncMode::grid_sync).shape.blocks_per_sm, 4u);
+  EXPECT_EQ(plan(wide(1), SyncMode::flags).shape.blocks_per_sm, 2u);    // 256 tiles: the default grid holds the level
+  EXPECT_EQ(plan(wide(3), SyncMode::sentinel).shape.blocks_per_sm, 2u); // the sentinel row kernel has 128 registers
+  EXPECT_EQ(plan(wide(3), SyncMode::flags, 0, false).shape.blocks_per_sm, 2u); // the general megakernel
+  EXPECT_EQ(plan(wide(3), SyncMode::flags, 3).shape.blocks_per_sm, 3u);
+  Graph summed = wide(3);
+  summed.add_buffer("sum", DType::f32, {1});
+  summed.reduce("total", "y0", "sum", ReduceFn::sum); // lean partial tiles: the cross-tile kernel
+  EXPECT_EQ(plan(summed, SyncMode::flags).shape.blocks_per_sm, 2u);
+  EXPECT_THROW(plan(summed, SyncMode::flags, 4), RuntimeError);
+  EXPECT_THROW(plan(wide(3), SyncMode::sentinel, 4), RuntimeError);
+  EXPECT_THROW(plan(wide(3), SyncMode::flags, 4, false), RuntimeError);
+  EXPECT_THROW(plan(wide(3), SyncMode::flags, 5), RuntimeError); // beyond either kernel
+  device.max_lean_blocks_per_sm = 0;                             // not recorded (an older calibration)
+  EXPECT_EQ(plan(wide(3), SyncMode::flags).shape.blocks_per_sm, 2u);
+  EXPECT_THROW(plan(wide(3), SyncMode::flags, 3), RuntimeError);
+}
+
 TEST(Lowering, WholeRangeScansBesideLeanRowsRunAsLeanLookbackTiles) {
   Graph g = softmax_row_chain(2); // x0 -> x1 -> x2, 16 x 1024
   g.add_buffer("c", DType::f32, {16, 1024});
@@ -728,7 +778,10 @@ TEST(Lowering, WholeRangeScansBesideLeanRowsRunAsLeanLookbackTiles) {
   EXPECT_EQ(sentinel.schedule, Schedule::static_list);
   const LoweredProgram row_chain = lower_graph(softmax_row_chain(3), SyncMode::sentinel, 132, Schedule::automatic);
   EXPECT_FALSE(lean_cross_program(row_chain, 256));
-  EXPECT_TRUE(lean_program(row_chain, 256)); // the sentinel row kernel
+  EXPECT_TRUE(lean_program(row_chain, 256));      // the sentinel row kernel
+  EXPECT_FALSE(lean_row_program(row_chain, 256)); // built for the general megakernel's blocks per SM
+  EXPECT_FALSE(lean_row_program(p, 256));         // cross tiles
+  EXPECT_TRUE(lean_row_program(lower_graph(softmax_row_chain(3), SyncMode::flags, 132, Schedule::automatic), 256));
   const program::TaskDesc scan = task("scan"), odd = task("odd_scan"), after = task("after_scan");
   EXPECT_EQ(scan.opcode, static_cast<std::uint32_t>(Opcode::scan_all));
   EXPECT_EQ(scan.tile_size, 1024);

@@ -127,12 +127,14 @@ TEST(Predict, CalibrationJsonKeepsTheGpuTheSamplesAndRowCosts) {
   c.gpu.threads_per_block = 256;
   c.gpu.sm_count = 132;
   c.gpu.max_blocks_per_sm = 2;
+  c.gpu.max_lean_blocks_per_sm = 3;
   c.samples.bodies["softmax_rows/short-rows"] = {{1024, 4, 0.5, 812}, {2048, 8, 1.0, 1612}};
   c.samples.configs["flags static"].hop_ns = {500, 520};
   const Calibration back = calibration_from_json(calibration_json(c));
   EXPECT_DOUBLE_EQ(back.bodies.at("softmax_rows/short-rows").ns_per_row, 75);
   EXPECT_EQ(back.gpu.sm_count, 132u);
   EXPECT_EQ(back.gpu.max_blocks_per_sm, 2u);
+  EXPECT_EQ(back.gpu.max_lean_blocks_per_sm, 3u);
   ASSERT_EQ(back.samples.bodies.at("softmax_rows/short-rows").size(), 2u);
   EXPECT_DOUBLE_EQ(back.samples.bodies.at("softmax_rows/short-rows")[1].rows, 8);
   EXPECT_DOUBLE_EQ(back.samples.bodies.at("softmax_rows/short-rows")[0].share, 0.5);
@@ -145,6 +147,12 @@ TEST(Predict, CalibrationJsonKeepsTheGpuTheSamplesAndRowCosts) {
   j = calibration_json(c);
   j["gpu"]["max_blocks_per_sm"] = 1000;
   EXPECT_THROW(calibration_from_json(j), GraphError);
+  j = calibration_json(c);
+  j["gpu"]["max_lean_blocks_per_sm"] = 0;
+  EXPECT_THROW(calibration_from_json(j), GraphError);
+  j = calibration_json(c);
+  j["gpu"].erase("max_lean_blocks_per_sm"); // a calibration that did not record it
+  EXPECT_EQ(calibration_from_json(j).gpu.max_lean_blocks_per_sm, 0u);
   j = calibration_json(c);
   j["gpu"]["threads_per_block"] = 100; // not a compiled block size
   EXPECT_THROW(calibration_from_json(j), GraphError);
