@@ -33,6 +33,20 @@ constexpr bool barrier_uses_grid_sync(std::uint32_t blocks_per_sm) {
   return blocks_per_sm >= 2;
 }
 
+// Blocks of `threads` per SM the GPU megakernels are built to fit (their __launch_bounds__), which sets their register
+// budget: 128 per thread up to 512 threads (512 / threads blocks; 1024-thread blocks get 64). A tighter budget spills
+// the register tiles of the scan and softmax bodies.
+constexpr std::uint32_t min_blocks_per_sm(std::uint32_t threads) {
+  return threads >= 512 ? 1 : 512 / threads;
+}
+
+// The same for the lean row kernel of the flags, barrier and grid-sync modes (runtime/gpu/lean_kernel.cuh): 1024
+// threads per SM up to 256 threads (64 registers), so a wide program has four rows of 256 threads in flight per SM
+// and a block that waits leaves its SM to three others (lean_row_blocks_per_sm); the general budget above that.
+constexpr std::uint32_t lean_row_min_blocks_per_sm(std::uint32_t threads) {
+  return threads <= 256 ? 1024 / threads : min_blocks_per_sm(threads);
+}
+
 // How a block finds its next tile.
 enum class Schedule : std::uint32_t {
   dynamic = 0,     // atomic ticket over the tiles in topological order

@@ -51,8 +51,7 @@ std::uint32_t most_blocks_per_sm(const GpuShape& device) {
 }
 
 std::uint32_t lean_row_blocks_per_sm(const GpuShape& device) {
-  const std::uint32_t rows_in_flight = device.threads_per_block <= 256 ? 1024 / device.threads_per_block : 1;
-  return std::max(std::min(device.max_lean_blocks_per_sm, rows_in_flight),
+  return std::max(std::min(device.max_lean_blocks_per_sm, lean_row_min_blocks_per_sm(device.threads_per_block)),
                   std::min<std::uint32_t>(2, device.max_blocks_per_sm));
 }
 

@@ -27,8 +27,8 @@ struct GpuShape {
 std::uint32_t most_blocks_per_sm(const GpuShape& device);
 
 // Blocks per SM for a wide program of lean row tiles (more tiles in a level than the default grid has blocks): the
-// lean row kernel's occupancy up to 1024 threads per SM, the rows in flight per SM it is built for
-// (lean_min_blocks_per_sm), and never fewer than the default's.
+// lean row kernel's occupancy up to the blocks per SM it is built for (lean_row_min_blocks_per_sm, runtime/config.hpp),
+// and never fewer than the default's.
 std::uint32_t lean_row_blocks_per_sm(const GpuShape& device);
 
 // Threads per block the megakernel is compiled for.

@@ -278,20 +278,12 @@ private:
 // (the row kernel) carries none of their protocol, whose out-of-line calls would bring the calling convention (more
 // registers and a stack frame) onto every row tile's path. The host picks the row kernel for a program without such
 // tiles, and runs a sentinel-mode program with them on the general megakernel (runtime/lean_program.hpp): that
-// combination is not built.
-// Blocks per SM each build guarantees, so registers per thread: the row kernel of the flags, barrier and grid-sync
-// modes at up to 256 threads gets 64 (1024 threads per SM), so a wide program (lean_row_blocks_per_sm,
-// runtime/gpu_executor.hpp) has four rows of 256 threads in flight per SM and a block that waits leaves its SM to
-// three others; the other builds keep the general megakernel's budget (min_blocks_per_sm: 128 registers up to 512
-// threads), which their bodies need.
-template <int THREADS, bool SENTINEL, bool CROSS_TILE> constexpr int lean_min_blocks_per_sm() {
-  if (!SENTINEL && !CROSS_TILE && THREADS <= 256)
-    return 1024 / THREADS;
-  return THREADS >= 512 ? 1 : 512 / THREADS;
-}
-
+// combination is not built. The row kernel of the flags, barrier and grid-sync modes fits lean_row_min_blocks_per_sm
+// blocks per SM (64 registers up to 256 threads); the other builds keep the general budget, which their bodies need
+// (runtime/config.hpp).
 template <int THREADS, bool SENTINEL, bool CROSS_TILE>
-__global__ void __launch_bounds__(THREADS, (lean_min_blocks_per_sm<THREADS, SENTINEL, CROSS_TILE>()))
+__global__ void __launch_bounds__(THREADS, (!SENTINEL && !CROSS_TILE) ? lean_row_min_blocks_per_sm(THREADS)
+                                                                      : min_blocks_per_sm(THREADS))
     lean_megakernel(const __grid_constant__ program::ProgramView view,
                     const __grid_constant__ program::RunParams params) {
   static_assert(!(SENTINEL && CROSS_TILE), "sentinel-mode programs with cross tiles run on the general megakernel");

@@ -83,17 +83,11 @@ private:
   TaskLookahead ahead_; // warp 1 only
 };
 
-// Register budget: 128 per thread (512 / THREADS blocks per SM guaranteed; 1024-thread blocks get 64). A tighter
-// budget spills the register tiles of the scan and softmax bodies.
-template <int THREADS> constexpr int min_blocks_per_sm() {
-  return THREADS >= 512 ? 1 : 512 / THREADS;
-}
-
 // The parameters are __grid_constant__: the blocks keep references to them (GpuBlock, execute_tile), and without it
 // taking their address copies them to every thread's local memory, putting a local load in front of every
 // descriptor access.
 template <int THREADS>
-__global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
+__global__ void __launch_bounds__(THREADS, min_blocks_per_sm(THREADS))
     megakernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params) {
   SharedStorage<THREADS>& shared = block_shared<THREADS>();
   init_shared(view, params, shared);
@@ -106,7 +100,7 @@ __global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
 // dependency. (Tiles of one task never wait on each other here except scan_all's look-back, which needs every
 // tile of the task co-resident: the baseline refuses larger scan_all tasks.)
 template <int THREADS>
-__global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
+__global__ void __launch_bounds__(THREADS, min_blocks_per_sm(THREADS))
     task_kernel(const __grid_constant__ program::ProgramView view, const __grid_constant__ program::RunParams params,
                 std::uint32_t task) {
   SharedStorage<THREADS>& shared = block_shared<THREADS>();

@@ -211,7 +211,7 @@ private:
 };
 
 template <int THREADS>
-__global__ void __launch_bounds__(THREADS, min_blocks_per_sm<THREADS>())
+__global__ void __launch_bounds__(THREADS, min_blocks_per_sm(THREADS))
     resident_kernel(const __grid_constant__ resident::Rings rings) {
   __shared__ ResidentShared shared;
   GpuWorker<THREADS> worker(shared);
